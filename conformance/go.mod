@@ -1,0 +1,3 @@
+module github.com/xpromo/xpromo/conformance
+
+go 1.26.8

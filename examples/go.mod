@@ -1,0 +1,3 @@
+module github.com/xpromo/xpromo/examples
+
+go 1.26.8

@@ -1,0 +1,145 @@
+package ledger
+
+import (
+	"github.com/xpromo/xpromo/server/apperr"
+)
+
+// The take rate and credit bonus of the rate card, as integer fractions so
+// that all money arithmetic stays in integers.
+const (
+	TakeNumerator, TakeDenominator   = 30, 100 // take_rate 0.3
+	BonusNumerator, BonusDenominator = 12, 10  // credit_bonus 1.2
+)
+
+// Split divides the price of a cleared install. The platform takes
+// price×30/100 rounded down; the publisher earns the rest in cash, or that
+// rest ×12/10 rounded down in credits, the difference being the bonus the
+// platform pays. earn + take − bonus == price always.
+func Split(price int64, mode EarnMode) (earn, take, bonus int64) {
+	take = price * TakeNumerator / TakeDenominator
+	earn = price - take
+	if mode == EarnCredits {
+		bonus = earn*BonusNumerator/BonusDenominator - earn
+		earn += bonus
+	}
+	return earn, take, bonus
+}
+
+func positive(field string, amount int64) error {
+	if amount <= 0 {
+		return apperr.New(apperr.InvalidOperation, "%s must be positive, got %d", field, amount)
+	}
+	return nil
+}
+
+// TopUp credits an app's wallet with money received by the payment processor.
+func TopUp(key, appID string, amount int64, note string) (Operation, error) {
+	if err := positive("amount", amount); err != nil {
+		return Operation{}, err
+	}
+	return Operation{Key: key, Kind: KindTopup, Postings: []Posting{
+		{Account: Shard(ProcessorClearing, key), Type: TypeTopup, Amount: -amount, Note: note},
+		{Account: Wallet(appID), Type: TypeTopup, Amount: amount, Note: note},
+	}}, nil
+}
+
+// EscrowHold moves an install's price from the advertiser's wallet into its
+// escrow at install claim. It fails with insufficient_funds when the wallet
+// cannot cover it.
+func EscrowHold(key string, h Hold) (Operation, error) {
+	if err := positive("amount", h.Amount); err != nil {
+		return Operation{}, err
+	}
+	if h.ID == "" || h.Advertiser == "" {
+		return Operation{}, apperr.New(apperr.InvalidOperation, "a hold needs an id and an advertiser")
+	}
+	return Operation{Key: key, Kind: KindEscrowHold, Opens: &h, Postings: []Posting{
+		{Account: Wallet(h.Advertiser), Type: TypeEscrowHold, Amount: -h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+		{Account: Escrow(h.Advertiser), Type: TypeEscrowHold, Amount: h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+	}}, nil
+}
+
+// EscrowRelease returns a hold to the advertiser's wallet: the install did not
+// activate in its window, or was rejected before clearing.
+func EscrowRelease(key string, h Hold) (Operation, error) {
+	if err := positive("amount", h.Amount); err != nil {
+		return Operation{}, err
+	}
+	return Operation{Key: key, Kind: KindEscrowRelease,
+		Resolves: &Settle{HoldID: h.ID, Resolution: "release", Advertiser: h.Advertiser, Amount: h.Amount},
+		Postings: []Posting{
+			{Account: Escrow(h.Advertiser), Type: TypeEscrowRelease, Amount: -h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+			{Account: Wallet(h.Advertiser), Type: TypeEscrowRelease, Amount: h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+		}}, nil
+}
+
+// Clear settles a hold whose install reached activated_48h: the advertiser's
+// escrow is released and charged, the publisher earns its share (in mode), the
+// platform keeps the take and pays any credit bonus.
+func Clear(key string, h Hold, mode EarnMode) (Operation, error) {
+	if err := positive("amount", h.Amount); err != nil {
+		return Operation{}, err
+	}
+	if h.Publisher == "" || h.Publisher == h.Advertiser {
+		return Operation{}, apperr.New(apperr.InvalidOperation, "clearing needs a publisher other than the advertiser")
+	}
+	earn, take, bonus := Split(h.Amount, mode)
+	ps := []Posting{
+		{Account: Escrow(h.Advertiser), Type: TypeEscrowRelease, Amount: -h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+		{Account: Wallet(h.Advertiser), Type: TypeEscrowRelease, Amount: h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+		{Account: Wallet(h.Advertiser), Type: TypeCharge, Amount: -h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID},
+		{Account: Wallet(h.Publisher), Type: TypeEarn, Amount: earn, Counterparty: h.Advertiser, ChainID: h.ChainID, EarnMode: mode},
+		{Account: Shard(PlatformRevenue, key), Type: TypeTake, Amount: take, Counterparty: h.Advertiser, ChainID: h.ChainID},
+	}
+	if bonus > 0 {
+		ps = append(ps, Posting{Account: Shard(PlatformCreditBonus, key), Type: TypeCreditBonus, Amount: -bonus, Counterparty: h.Publisher, ChainID: h.ChainID})
+	}
+	return Operation{Key: key, Kind: KindClear, Postings: ps,
+		Resolves: &Settle{HoldID: h.ID, Resolution: "charge", Advertiser: h.Advertiser, Amount: h.Amount}}, nil
+}
+
+// Clawback reverses a cleared install found fraudulent afterwards: the
+// publisher gives back its earnings (its wallet may go below zero if they were
+// paid out), the advertiser is refunded the price as an adjustment, and the
+// platform returns its take and recovers the bonus.
+func Clawback(key string, h Hold, mode EarnMode, note string) (Operation, error) {
+	if err := positive("amount", h.Amount); err != nil {
+		return Operation{}, err
+	}
+	earn, take, bonus := Split(h.Amount, mode)
+	ps := []Posting{
+		{Account: Wallet(h.Publisher), Type: TypeClawback, Amount: -earn, Counterparty: h.Advertiser, ChainID: h.ChainID, EarnMode: mode, Note: note, MayOverdraw: true},
+		{Account: Wallet(h.Advertiser), Type: TypeAdjustment, Amount: h.Amount, Counterparty: h.Publisher, ChainID: h.ChainID, Note: note},
+		{Account: Shard(PlatformRevenue, key), Type: TypeTake, Amount: -take, Counterparty: h.Advertiser, ChainID: h.ChainID, Note: note},
+	}
+	if bonus > 0 {
+		ps = append(ps, Posting{Account: Shard(PlatformCreditBonus, key), Type: TypeCreditBonus, Amount: bonus, Counterparty: h.Publisher, ChainID: h.ChainID, Note: note})
+	}
+	return Operation{Key: key, Kind: KindClawback, Postings: ps}, nil
+}
+
+// Payout takes a transferred amount out of an app's wallet.
+func Payout(key, appID string, amount int64, transferID string) (Operation, error) {
+	if err := positive("amount", amount); err != nil {
+		return Operation{}, err
+	}
+	return Operation{Key: key, Kind: KindPayout, Postings: []Posting{
+		{Account: Wallet(appID), Type: TypePayout, Amount: -amount, Note: transferID, EarnMode: EarnCash},
+		{Account: Shard(ProcessorClearing, key), Type: TypePayout, Amount: amount, Note: transferID},
+	}}, nil
+}
+
+// Adjustment is an operator's correction of a wallet, up or down, with a
+// mandatory note. It never takes the wallet below zero.
+func Adjustment(key, appID string, amount int64, note string) (Operation, error) {
+	if amount == 0 {
+		return Operation{}, apperr.New(apperr.InvalidOperation, "an adjustment needs a non-zero amount")
+	}
+	if note == "" {
+		return Operation{}, apperr.New(apperr.InvalidOperation, "an adjustment needs a note")
+	}
+	return Operation{Key: key, Kind: KindAdjustment, Postings: []Posting{
+		{Account: Wallet(appID), Type: TypeAdjustment, Amount: amount, Note: note},
+		{Account: Shard(PlatformAdjustments, key), Type: TypeAdjustment, Amount: -amount, Note: note},
+	}}, nil
+}

@@ -1,0 +1,147 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+)
+
+// Violation is one broken invariant found by Verify.
+type Violation struct {
+	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, overdraft, escrow, line_type
+	Subject string // the account, operation or hold concerned
+	Detail  string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s %s: %s", v.Check, v.Subject, v.Detail) }
+
+// Report is the outcome of Verify.
+type Report struct {
+	Accounts, Lines, Operations, Holds int
+	Violations                         []Violation
+}
+
+// OK reports whether no invariant was violated.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+// Verify recomputes every invariant of the ledger from its rows:
+//   - every operation, and the ledger as a whole, sums to zero;
+//   - each account's sequence numbers run 1, 2, 3… without gaps;
+//   - each balance_after equals the previous one plus the amount;
+//   - each line's hash is sha256(previous hash || line) and links to the previous line;
+//   - each account head (balance, seq, hash) equals its last line;
+//   - no escrow balance goes below zero, and a wallet only where the line may overdraw (a clawback);
+//   - wallets carry only the API's line types;
+//   - the open holds of each advertiser sum to its escrow balance.
+//
+// It reads everything, so it is an operator's command, not a request path.
+func Verify(ctx context.Context, r Reader) (Report, error) {
+	var rep Report
+	bad := func(check, subject, format string, args ...any) {
+		rep.Violations = append(rep.Violations, Violation{check, subject, fmt.Sprintf(format, args...)})
+	}
+
+	accounts, err := r.Accounts(ctx)
+	if err != nil {
+		return rep, err
+	}
+	heads := map[string]Account{}
+	for _, a := range accounts {
+		heads[a.ID] = a
+	}
+	rep.Accounts = len(accounts)
+
+	opSums := map[string]int64{}
+	var total int64
+	var cur Line // the previous line of the account being scanned
+	last := map[string]Line{}
+	err = r.Scan(ctx, func(l Line) error {
+		rep.Lines++
+		total += l.Amount
+		opSums[l.OperationID] += l.Amount
+		if l.Account != cur.Account {
+			cur = Line{Account: l.Account, Hash: GenesisHash}
+		}
+		if l.Seq != cur.Seq+1 {
+			bad("sequence", l.Account, "line %s has seq %d after seq %d", l.ID, l.Seq, cur.Seq)
+		}
+		if l.BalanceAfter != cur.BalanceAfter+l.Amount {
+			bad("balance_chain", l.Account, "line %s: %d + %d != balance_after %d", l.ID, cur.BalanceAfter, l.Amount, l.BalanceAfter)
+		}
+		if !bytes.Equal(l.PrevHash, cur.Hash) {
+			bad("hash_chain", l.Account, "line %s does not link to the previous line's hash", l.ID)
+		}
+		if !bytes.Equal(l.Hash, l.ComputeHash()) {
+			bad("hash_chain", l.Account, "line %s: stored hash does not match its contents", l.ID)
+		}
+		switch ClassOf(l.Account) {
+		case ClassEscrow:
+			if l.BalanceAfter < 0 {
+				bad("overdraft", l.Account, "line %s leaves escrow at %d", l.ID, l.BalanceAfter)
+			}
+		case ClassWallet:
+			if l.BalanceAfter < 0 && l.Amount < 0 && l.Type != TypeClawback {
+				bad("overdraft", l.Account, "%s line %s leaves the wallet at %d", l.Type, l.ID, l.BalanceAfter)
+			}
+			if l.Type == TypeTake || l.Type == TypeCreditBonus {
+				bad("line_type", l.Account, "line %s has platform type %s on a wallet", l.ID, l.Type)
+			}
+		}
+		cur = l
+		last[l.Account] = l
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.Operations = len(opSums)
+
+	if total != 0 {
+		bad("zero_sum", "ledger", "all lines sum to %d", total)
+	}
+	for op, sum := range opSums {
+		if sum != 0 {
+			bad("zero_sum", op, "operation lines sum to %d", sum)
+		}
+	}
+	for id, a := range heads {
+		l, ok := last[id]
+		if !ok {
+			if a.Balance != 0 || a.Seq != 0 {
+				bad("head", id, "account has balance %d and seq %d but no lines", a.Balance, a.Seq)
+			}
+			continue
+		}
+		if a.Balance != l.BalanceAfter || a.Seq != l.Seq || !bytes.Equal(a.Head, l.Hash) {
+			bad("head", id, "head (balance %d, seq %d) differs from last line (balance_after %d, seq %d) or its hash", a.Balance, a.Seq, l.BalanceAfter, l.Seq)
+		}
+	}
+	for id := range last {
+		if _, ok := heads[id]; !ok {
+			bad("head", id, "lines exist for an account that has no head")
+		}
+	}
+
+	holds, err := r.AllHolds(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Holds = len(holds)
+	open := map[string]int64{}
+	for _, h := range holds {
+		if h.Resolution == "" {
+			open[Escrow(h.Advertiser)] += h.Amount
+		}
+	}
+	for id, a := range heads {
+		if ClassOf(id) == ClassEscrow && a.Balance != open[id] {
+			bad("escrow", id, "escrow balance %d but open holds sum to %d", a.Balance, open[id])
+		}
+	}
+	for id, sum := range open {
+		if _, ok := heads[id]; !ok {
+			bad("escrow", id, "open holds sum to %d but the escrow account does not exist", sum)
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,377 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+var ctx = context.Background()
+
+func testTopUpAndRead(t *testing.T, h Harness) {
+	l, clk := newLedger(h)
+	p := poster(t, l)
+	op, err := ledger.TopUp("topup:cs_1", "app_a", 5000, "checkout cs_1")
+	r := p(op, err)
+	require.False(t, r.Replayed)
+	require.Len(t, r.Lines, 2)
+	line, ok := r.Line(ledger.Wallet("app_a"))
+	require.True(t, ok)
+	assert.Equal(t, int64(5000), line.BalanceAfter)
+	assert.Equal(t, int64(1), line.Seq)
+	assert.Equal(t, clk.Now(), line.CreatedAt)
+	assert.Equal(t, ledger.GenesisHash, line.PrevHash)
+
+	clk.Advance(time.Hour)
+	op, err = ledger.TopUp("topup:cs_2", "app_a", 7000, "checkout cs_2")
+	p(op, err)
+
+	assert.Equal(t, []view{
+		{ledger.TypeTopup, 5000, 5000, "", ""},
+		{ledger.TypeTopup, 7000, 12000, "", ""},
+	}, walletView(t, h.Store, "app_a"))
+
+	lines := must(h.Store.Lines(ctx, ledger.Wallet("app_a"), ledger.LineQuery{}))
+	assert.Equal(t, "checkout cs_2", lines[1].Note)
+	assert.Equal(t, lines[0].Hash, lines[1].PrevHash, "each line links to the previous one")
+	assert.True(t, lines[1].CreatedAt.Equal(clk.Now()), "times come from the injected clock")
+
+	acct := must(h.Store.Account(ctx, ledger.Wallet("app_a")))
+	assert.Equal(t, ledger.Account{ID: ledger.Wallet("app_a"), Balance: 12000, Seq: 2, Head: lines[1].Hash}, acct)
+	none := must(h.Store.Account(ctx, ledger.Wallet("nobody")))
+	assert.Equal(t, int64(0), none.Balance)
+	assert.Equal(t, ledger.GenesisHash, none.Head)
+
+	rep := verifyOK(t, h.Store)
+	assert.Equal(t, 4, rep.Lines)
+	assert.Equal(t, 2, rep.Operations)
+}
+
+func testIdempotentReplay(t *testing.T, h Harness) {
+	l, clk := newLedger(h)
+	p := poster(t, l)
+	op, err := ledger.TopUp("topup:cs_1", "app_a", 5000, "")
+	first := p(op, err)
+
+	clk.Advance(time.Minute)
+	again := p(op, nil)
+	assert.True(t, again.Replayed)
+	assert.Equal(t, first.Operation.ID, again.Operation.ID)
+	assert.Equal(t, first.Lines, again.Lines, "a replay returns the first result, lines and all")
+
+	other, err := ledger.TopUp("topup:cs_1", "app_a", 6000, "")
+	require.NoError(t, err)
+	_, err = l.Post(ctx, other)
+	assert.Equal(t, apperr.OperationKeyReused, apperr.Code(err))
+
+	assert.Len(t, walletView(t, h.Store, "app_a"), 1, "no second posting")
+	verifyOK(t, h.Store)
+}
+
+func testInsufficientFunds(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p, mk := poster(t, l), opOf(t)
+	p(ledger.TopUp("t1", "adv", 100, ""))
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 150, ChainID: "ch_1"}
+	op, err := ledger.EscrowHold("hold:ch_1", hold)
+	require.NoError(t, err)
+	_, err = l.Post(ctx, op)
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err))
+	assert.Len(t, walletView(t, h.Store, "adv"), 1, "a refused operation writes no line")
+
+	// The refused key was not consumed: once funded, the same operation posts.
+	p(ledger.TopUp("t2", "adv", 100, ""))
+	r := p(op, nil)
+	assert.False(t, r.Replayed)
+	assert.Equal(t, []view{
+		{ledger.TypeTopup, 100, 100, "", ""},
+		{ledger.TypeTopup, 100, 200, "", ""},
+		{ledger.TypeEscrowHold, -150, 50, "pub", "ch_1"},
+	}, walletView(t, h.Store, "adv"))
+
+	_, err = l.Post(ctx, mk(ledger.Adjustment("adj", "adv", -51, "too much")))
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err), "an adjustment never overdraws")
+	verifyOK(t, h.Store)
+}
+
+func testEscrowClear(t *testing.T, h Harness, mode ledger.EarnMode) {
+	l, clk := newLedger(h)
+	p := poster(t, l)
+	p(ledger.TopUp("t1", "adv", 10000, ""))
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 333, ChainID: "ch_1"}
+	p(ledger.EscrowHold("hold:ch_1", hold))
+	clk.Advance(48 * time.Hour)
+	r := p(ledger.Clear("clear:ch_1", hold, mode))
+
+	// 333 × 30/100 = 99 (rounded down) to the platform; the publisher earns
+	// 234 in cash, or 234 × 12/10 = 280 (rounded down) in credits.
+	earn, take, bonus := int64(234), int64(99), int64(0)
+	if mode == ledger.EarnCredits {
+		earn, bonus = 280, 46
+	}
+	assert.Equal(t, []view{
+		{ledger.TypeTopup, 10000, 10000, "", ""},
+		{ledger.TypeEscrowHold, -333, 9667, "pub", "ch_1"},
+		{ledger.TypeEscrowRelease, 333, 10000, "pub", "ch_1"},
+		{ledger.TypeCharge, -333, 9667, "pub", "ch_1"},
+	}, walletView(t, h.Store, "adv"))
+	assert.Equal(t, []view{{ledger.TypeEarn, earn, earn, "adv", "ch_1"}}, walletView(t, h.Store, "pub"))
+
+	revenue, _ := r.Line(ledger.Shard(ledger.PlatformRevenue, "clear:ch_1"))
+	assert.Equal(t, take, revenue.Amount)
+	if bonus > 0 {
+		b, ok := r.Line(ledger.Shard(ledger.PlatformCreditBonus, "clear:ch_1"))
+		require.True(t, ok)
+		assert.Equal(t, -bonus, b.Amount)
+	}
+	pubEarn, _ := r.Line(ledger.Wallet("pub"))
+	assert.Equal(t, mode, pubEarn.EarnMode)
+	escrow := must(h.Store.Account(ctx, ledger.Escrow("adv")))
+	assert.Equal(t, int64(0), escrow.Balance)
+
+	totals := must(h.Store.Totals(ctx, ledger.Wallet("pub")))
+	assert.Equal(t, []ledger.Total{{Type: ledger.TypeEarn, EarnMode: mode, Amount: earn, Count: 1}}, totals)
+	verifyOK(t, h.Store)
+}
+
+func testEscrowRelease(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p, mk := poster(t, l), opOf(t)
+	p(ledger.TopUp("t1", "adv", 1000, ""))
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 400, ChainID: "ch_1"}
+	p(ledger.EscrowHold("hold:ch_1", hold))
+
+	_, err := l.Post(ctx, mk(ledger.EscrowHold("hold:ch_1-again", hold)))
+	assert.Equal(t, apperr.InvalidOperation, apperr.Code(err), "a hold id opens once")
+
+	wrong := hold
+	wrong.Amount = 401
+	_, err = l.Post(ctx, mk(ledger.EscrowRelease("release:x", wrong)))
+	assert.Equal(t, apperr.HoldMismatch, apperr.Code(err))
+	missing := hold
+	missing.ID = "ch_404"
+	_, err = l.Post(ctx, mk(ledger.EscrowRelease("release:y", missing)))
+	assert.Equal(t, apperr.HoldNotFound, apperr.Code(err))
+
+	p(ledger.EscrowRelease("release:ch_1", hold))
+	_, err = l.Post(ctx, mk(ledger.Clear("clear:ch_1", hold, ledger.EarnCash)))
+	assert.Equal(t, apperr.HoldAlreadyResolved, apperr.Code(err), "a released hold cannot be charged")
+	_, err = l.Post(ctx, mk(ledger.EscrowRelease("release:ch_1-twice", hold)))
+	assert.Equal(t, apperr.HoldAlreadyResolved, apperr.Code(err))
+
+	assert.Equal(t, []view{
+		{ledger.TypeTopup, 1000, 1000, "", ""},
+		{ledger.TypeEscrowHold, -400, 600, "pub", "ch_1"},
+		{ledger.TypeEscrowRelease, 400, 1000, "pub", "ch_1"},
+	}, walletView(t, h.Store, "adv"))
+	holds := must(h.Store.AllHolds(ctx))
+	require.Len(t, holds, 1)
+	assert.Equal(t, "release", holds[0].Resolution)
+	verifyOK(t, h.Store)
+}
+
+func testClawback(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p := poster(t, l)
+	p(ledger.TopUp("t1", "adv", 1000, ""))
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 500, ChainID: "ch_1"}
+	p(ledger.EscrowHold("hold:ch_1", hold))
+	p(ledger.Clear("clear:ch_1", hold, ledger.EarnCash))
+	p(ledger.Payout("payout:po_1", "pub", 300, "tr_1"))
+	p(ledger.Clawback("clawback:ch_1", hold, ledger.EarnCash, "fraud_device_reused"))
+
+	assert.Equal(t, []view{
+		{ledger.TypeEarn, 350, 350, "adv", "ch_1"},
+		{ledger.TypePayout, -300, 50, "", ""},
+		{ledger.TypeClawback, -350, -300, "adv", "ch_1"},
+	}, walletView(t, h.Store, "pub"), "the publisher owes what was already paid out")
+	adv := walletView(t, h.Store, "adv")
+	assert.Equal(t, view{ledger.TypeAdjustment, 500, 1000, "pub", "ch_1"}, adv[len(adv)-1])
+	verifyOK(t, h.Store)
+}
+
+func testPayoutAndAdjustment(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p, mk := poster(t, l), opOf(t)
+	p(ledger.TopUp("t1", "app", 6000, ""))
+	_, err := l.Post(ctx, mk(ledger.Payout("payout:1", "app", 6001, "tr_1")))
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err))
+	p(ledger.Payout("payout:2", "app", 5000, "tr_2"))
+	p(ledger.Adjustment("adj:1", "app", -1000, "duplicate top-up reversed"))
+	p(ledger.Adjustment("adj:2", "app", 250, "goodwill"))
+	assert.Equal(t, []view{
+		{ledger.TypeTopup, 6000, 6000, "", ""},
+		{ledger.TypePayout, -5000, 1000, "", ""},
+		{ledger.TypeAdjustment, -1000, 0, "", ""},
+		{ledger.TypeAdjustment, 250, 250, "", ""},
+	}, walletView(t, h.Store, "app"))
+	_, err = ledger.Adjustment("adj:3", "app", 5, "")
+	assert.Equal(t, apperr.InvalidOperation, apperr.Code(err), "an adjustment needs a note")
+	_, err = ledger.TopUp("t2", "app", 0, "")
+	assert.Equal(t, apperr.InvalidOperation, apperr.Code(err))
+	verifyOK(t, h.Store)
+}
+
+func testBatch(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	mk := opOf(t)
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 700, ChainID: "ch_1"}
+	ops := []ledger.Operation{
+		mk(ledger.TopUp("t1", "adv", 1000, "")),
+		mk(ledger.EscrowHold("hold:ch_1", hold)),
+		mk(ledger.Payout("p1", "adv", 500, "tr")), // 300 left after the hold: refused
+		mk(ledger.TopUp("t1", "adv", 1000, "")),   // repeat inside the batch: replay
+		mk(ledger.TopUp("t1", "adv", 999, "")),    // same key, other content
+		{Key: "bad", Kind: ledger.KindAdjustment, Postings: []ledger.Posting{{Account: ledger.Wallet("adv"), Type: ledger.TypeAdjustment, Amount: 5}}},
+		mk(ledger.Clear("clear:ch_1", hold, ledger.EarnCash)),
+	}
+	results, errs, err := l.PostBatch(ctx, ops)
+	require.NoError(t, err)
+	assert.NoError(t, errs[0])
+	assert.NoError(t, errs[1])
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(errs[2]))
+	assert.NoError(t, errs[3])
+	assert.True(t, results[3].Replayed)
+	assert.Equal(t, results[0].Operation.ID, results[3].Operation.ID)
+	assert.Equal(t, apperr.OperationKeyReused, apperr.Code(errs[4]))
+	assert.Equal(t, apperr.InvalidOperation, apperr.Code(errs[5]))
+	assert.NoError(t, errs[6], "an operation sees the effects of earlier ones in its batch")
+	assert.Equal(t, []view{
+		{ledger.TypeTopup, 1000, 1000, "", ""},
+		{ledger.TypeEscrowHold, -700, 300, "pub", "ch_1"},
+		{ledger.TypeEscrowRelease, 700, 1000, "pub", "ch_1"},
+		{ledger.TypeCharge, -700, 300, "pub", "ch_1"},
+	}, walletView(t, h.Store, "adv"))
+
+	// Replaying the whole batch posts nothing new.
+	results, errs, err = l.PostBatch(ctx, ops[:2])
+	require.NoError(t, err)
+	assert.NoError(t, errs[0])
+	assert.True(t, results[0].Replayed && results[1].Replayed)
+	assert.Len(t, walletView(t, h.Store, "adv"), 4)
+	verifyOK(t, h.Store)
+}
+
+func testLinesQuery(t *testing.T, h Harness) {
+	l, clk := newLedger(h)
+	p := poster(t, l)
+	start := clk.Now()
+	for i := range 10 {
+		p(ledger.TopUp(fmt.Sprintf("t%d", i), "app", int64(100*(i+1)), ""))
+		clk.Advance(24 * time.Hour)
+	}
+	w := ledger.Wallet("app")
+	page := must(h.Store.Lines(ctx, w, ledger.LineQuery{Limit: 4}))
+	require.Len(t, page, 4)
+	assert.Equal(t, int64(1), page[0].Seq)
+	page = must(h.Store.Lines(ctx, w, ledger.LineQuery{AfterSeq: 4, Limit: 4}))
+	require.Len(t, page, 4)
+	assert.Equal(t, []int64{5, 6, 7, 8}, seqs(page))
+	page = must(h.Store.Lines(ctx, w, ledger.LineQuery{AfterSeq: 8, Limit: 4}))
+	assert.Equal(t, []int64{9, 10}, seqs(page))
+
+	// Days 3 to 5: from inclusive, before exclusive.
+	page = must(h.Store.Lines(ctx, w, ledger.LineQuery{From: start.Add(48 * time.Hour), Before: start.Add(120 * time.Hour)}))
+	assert.Equal(t, []int64{3, 4, 5}, seqs(page))
+	page = must(h.Store.Lines(ctx, w, ledger.LineQuery{From: start.Add(48 * time.Hour), AfterSeq: 4, Limit: 1}))
+	assert.Equal(t, []int64{5}, seqs(page))
+	assert.Empty(t, must(h.Store.Lines(ctx, ledger.Wallet("nobody"), ledger.LineQuery{})))
+}
+
+func seqs(lines []ledger.Line) []int64 {
+	out := make([]int64, len(lines))
+	for i, l := range lines {
+		out[i] = l.Seq
+	}
+	return out
+}
+
+// The append-only tables refuse changes in the database itself, whatever the
+// application code does.
+var appendOnlyTables = []string{"ledger_operations", "ledger_lines", "escrow_holds", "escrow_resolutions"}
+
+func testAppendOnly(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p := poster(t, l)
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 100, ChainID: "ch_1"}
+	p(ledger.TopUp("t1", "adv", 1000, ""))
+	p(ledger.EscrowHold("hold:ch_1", hold))
+	p(ledger.EscrowRelease("release:ch_1", hold))
+	before := walletView(t, h.Store, "adv")
+
+	for _, table := range appendOnlyTables {
+		for _, stmt := range []string{
+			"UPDATE " + table + " SET created_at = created_at",
+			"DELETE FROM " + table,
+		} {
+			err := h.Exec(ctx, stmt)
+			require.Error(t, err, "%s must be refused", stmt)
+		}
+	}
+	err := h.Exec(ctx, "DELETE FROM ledger_accounts")
+	require.Error(t, err, "account heads are never deleted")
+	assert.Equal(t, before, walletView(t, h.Store, "adv"))
+	verifyOK(t, h.Store)
+}
+
+func testVerifyDetectsTampering(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p := poster(t, l)
+	p(ledger.TopUp("t1", "app", 1000, ""))
+	p(ledger.TopUp("t2", "app", 2000, ""))
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "app", Publisher: "pub", Amount: 100, ChainID: "ch_1"}
+	p(ledger.EscrowHold("hold:ch_1", hold))
+	verifyOK(t, h.Store)
+
+	require.NoError(t, h.Tamper(ctx, "UPDATE ledger_lines SET amount = 1500 WHERE account_id = 'wallet:app' AND seq = 1"))
+	require.NoError(t, h.Tamper(ctx, "INSERT INTO escrow_resolutions (hold_id, resolution, operation_id, created_at) SELECT id, 'release', 'op_forged', created_at FROM escrow_holds"))
+	rep := must(ledger.Verify(ctx, h.Store))
+	require.False(t, rep.OK())
+	checks := map[string]bool{}
+	for _, v := range rep.Violations {
+		checks[v.Check] = true
+	}
+	for _, c := range []string{"zero_sum", "balance_chain", "hash_chain", "escrow"} {
+		assert.True(t, checks[c], "verify must report %s; got %v", c, rep.Violations)
+	}
+}
+
+func testConcurrentReplay(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	mk := opOf(t)
+	op := mk(ledger.TopUp("topup:cs_race", "app", 5000, ""))
+	const n = 50
+	results := make([]ledger.Result, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	done := make(chan int)
+	for i := range n {
+		go func() {
+			<-start
+			results[i], errs[i] = l.Post(ctx, op)
+			done <- i
+		}()
+	}
+	close(start)
+	for range n {
+		<-done
+	}
+	fresh := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		assert.Equal(t, results[0].Operation.ID, results[i].Operation.ID)
+		if !results[i].Replayed {
+			fresh++
+		}
+	}
+	assert.Equal(t, 1, fresh, "exactly one caller posts; the others replay")
+	assert.Len(t, walletView(t, h.Store, "app"), 1)
+	verifyOK(t, h.Store)
+}
