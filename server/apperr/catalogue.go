@@ -16,16 +16,17 @@ const (
 	Unavailable = "unavailable"
 	NotFound    = "not_found"
 
+	MethodNotAllowed = "method_not_allowed"
+
 	// Ledger.
-	InvalidOperation      = "invalid_operation"
-	OperationKeyReused    = "operation_key_reused"
-	InsufficientFunds     = "insufficient_funds"
-	HoldNotFound          = "hold_not_found"
-	HoldAlreadyResolved   = "hold_already_resolved"
-	HoldMismatch          = "hold_mismatch"
-	LedgerAppendOnly      = "ledger_append_only"
-	LedgerInvariantBroken = "ledger_invariant_broken"
-	Conflict              = "conflict"
+	InvalidOperation    = "invalid_operation"
+	OperationKeyReused  = "operation_key_reused"
+	InsufficientFunds   = "insufficient_funds"
+	HoldNotFound        = "hold_not_found"
+	HoldAlreadyResolved = "hold_already_resolved"
+	HoldMismatch        = "hold_mismatch"
+	LedgerAppendOnly    = "ledger_append_only"
+	Conflict            = "conflict"
 )
 
 var catalogue = map[string]Entry{}
@@ -38,6 +39,7 @@ func init() {
 	def(Internal, 500, "An unexpected server error; the request may be retried.")
 	def(Unavailable, 503, "A dependency (database, cache) is unreachable; retry after `retry_after` when given.")
 	def(NotFound, 404, "The resource does not exist, or belongs to another app (the two are indistinguishable).")
+	def(MethodNotAllowed, 405, "The path exists but not with this HTTP method.")
 
 	def(InvalidOperation, 422, "A ledger operation is malformed: no key, no postings, a zero amount, an unknown line type, or postings that do not sum to zero.")
 	def(OperationKeyReused, 422, "A ledger operation key was used before for a different operation.")
@@ -46,7 +48,6 @@ func init() {
 	def(HoldAlreadyResolved, 409, "The escrow hold was already released or charged; a hold resolves at most once.")
 	def(HoldMismatch, 422, "An escrow release or charge disagrees with its hold (amount or advertiser).")
 	def(LedgerAppendOnly, 500, "Something tried to update or delete a ledger row; the database refused it.")
-	def(LedgerInvariantBroken, 500, "`ledger verify` found a violated invariant.")
 	def(Conflict, 409, "A concurrent transaction touched the same rows; retry the request.")
 }
 

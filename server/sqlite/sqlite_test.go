@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/sqlite"
 	"github.com/xpromo/xpromo/server/storetest"
 )
@@ -62,4 +63,13 @@ func tamper(ctx context.Context, path, stmt string) error {
 	}
 	_, err = raw.ExecContext(ctx, stmt)
 	return err
+}
+
+func BenchmarkLedger(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) ledger.Store {
+		db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "xpromo.db"))
+		require.NoError(b, err)
+		b.Cleanup(func() { db.Close() })
+		return db
+	})
 }
