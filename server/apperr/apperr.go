@@ -18,16 +18,42 @@ type Error struct {
 	Message    string
 	RetryAfter *time.Time // when the caller may try again, if known
 	Field      string     // the request field at fault, for validation errors
+	// Status overrides the code's default status where the catalogue lists
+	// the code under more than one (below_minimum: 422 on input, 409 on payout).
+	Status int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // New returns an error with the given catalogued code.
 func New(code, format string, args ...any) *Error {
-	if _, ok := catalogue[code]; !ok {
+	if !Known(code) {
 		panic("apperr: code not in catalogue: " + code)
 	}
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithStatus returns e answering status instead of its code's default; the
+// catalogue must list the code under that status.
+func (e *Error) WithStatus(status int) *Error {
+	if !listed(e.Code, status) {
+		panic(fmt.Sprintf("apperr: %s is not catalogued with status %d", e.Code, status))
+	}
+	e.Status = status
+	return e
+}
+
+// HTTPStatus returns the status err answers with: its override, else its
+// code's default status, else 500.
+func HTTPStatus(err error) int {
+	var e *Error
+	if !errors.As(err, &e) {
+		return 500
+	}
+	if e.Status != 0 {
+		return e.Status
+	}
+	return Status(e.Code)
 }
 
 // Code returns the stable code of err, or "internal" when err carries none.

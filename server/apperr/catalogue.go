@@ -18,6 +18,45 @@ const (
 
 	MethodNotAllowed = "method_not_allowed"
 
+	// Requests.
+	Unauthorized          = "unauthorized"
+	RateLimited           = "rate_limited"
+	MalformedJSON         = "malformed_json"
+	BodyTooLarge          = "body_too_large"
+	UnsupportedMediaType  = "unsupported_media_type"
+	UnknownField          = "unknown_field"
+	InvalidType           = "invalid_type"
+	MissingField          = "missing_field"
+	InvalidIdempotencyKey = "invalid_idempotency_key"
+	IdempotencyKeyReused  = "idempotency_key_reused"
+	IdempotencyKeyInUse   = "idempotency_key_in_use"
+
+	// Field validation (422).
+	InvalidName     = "invalid_name"
+	InvalidPlatform = "invalid_platform"
+	InvalidBundleID = "invalid_bundle_id"
+	InvalidDomain   = "invalid_domain"
+	InvalidURL      = "invalid_url"
+	InvalidEmail    = "invalid_email"
+	InvalidCategory = "invalid_category"
+	UnknownCategory = "unknown_category"
+	BelowMinimum    = "below_minimum"
+	BidBelowFloor   = "bid_below_floor"
+	InvalidDate     = "invalid_date"
+	InvalidRange    = "invalid_date_range"
+	InvalidLimit    = "invalid_limit"
+	InvalidCursor   = "invalid_cursor"
+	InvalidPeriod   = "invalid_period"
+	InvalidAmount   = "invalid_amount"
+
+	// State.
+	InvalidTransition    = "invalid_transition"
+	PayoutAccountMissing = "payout_account_missing"
+	PayoutInProgress     = "payout_in_progress"
+	CheckoutExpired      = "checkout_expired"
+	TestModeOnly         = "test_mode_only"
+	InvalidPaymentHeader = "invalid_payment_header"
+
 	// Ledger.
 	InvalidOperation    = "invalid_operation"
 	OperationKeyReused  = "operation_key_reused"
@@ -29,10 +68,20 @@ const (
 	Conflict            = "conflict"
 )
 
-var catalogue = map[string]Entry{}
+// catalogue maps a code to its entries; the first is the default status.
+var catalogue = map[string][]Entry{}
 
 func def(code string, status int, condition string) {
-	catalogue[code] = Entry{Code: code, Status: status, Condition: condition}
+	catalogue[code] = append(catalogue[code], Entry{Code: code, Status: status, Condition: condition})
+}
+
+func listed(code string, status int) bool {
+	for _, e := range catalogue[code] {
+		if e.Status == status {
+			return true
+		}
+	}
+	return false
 }
 
 func init() {
@@ -40,6 +89,43 @@ func init() {
 	def(Unavailable, 503, "A dependency (database, cache) is unreachable; retry after `retry_after` when given.")
 	def(NotFound, 404, "The resource does not exist, or belongs to another app (the two are indistinguishable).")
 	def(MethodNotAllowed, 405, "The path exists but not with this HTTP method.")
+
+	def(Unauthorized, 401, "The `Authorization: Bearer <API_KEY>` header is missing, malformed, or names no valid key (or the admin token is wrong on the admin surface). The response carries `WWW-Authenticate: Bearer`.")
+	def(RateLimited, 429, "The key (or, on public endpoints, the IP) used up its request budget; `retry_after` and `Retry-After` say when the window resets.")
+	def(MalformedJSON, 400, "The body is not valid JSON, or holds more than one JSON value.")
+	def(BodyTooLarge, 413, "The body is larger than 1 MiB.")
+	def(UnsupportedMediaType, 415, "A body was sent with a Content-Type other than `application/json`.")
+	def(UnknownField, 422, "The body has a field the operation does not define (the message names it).")
+	def(InvalidType, 422, "A field has the wrong JSON type, e.g. a string where an integer is expected (the message names it).")
+	def(MissingField, 422, "A required field is missing or empty (the message names it).")
+	def(InvalidIdempotencyKey, 400, "The `Idempotency-Key` header is empty, longer than 255 characters, or not printable ASCII.")
+	def(IdempotencyKeyReused, 422, "The `Idempotency-Key` was used before (within 24 hours) with a different request.")
+	def(IdempotencyKeyInUse, 409, "A request with the same `Idempotency-Key` is still being processed; retry shortly.")
+
+	def(InvalidName, 422, "`name` is empty or longer than 200 characters.")
+	def(InvalidPlatform, 422, "`platform` is not one of `mac`, `win`.")
+	def(InvalidBundleID, 422, "`bundle_id` is not a reverse-DNS identifier (letters, digits, `.`, `-`, `_`; at most 255 characters).")
+	def(InvalidDomain, 422, "`domain` is not a registrable DNS name (e.g. `example.com`, no scheme or path).")
+	def(InvalidURL, 422, "A URL field (`download_url`) is not an absolute `https` (or `http`) URL with a host.")
+	def(InvalidEmail, 422, "`contact_email` is not a valid email address.")
+	def(InvalidCategory, 422, "`categories` is empty, or lists a category twice.")
+	def(UnknownCategory, 422, "A category key is not in the rate card.")
+	def(BelowMinimum, 422, "An amount is under its documented minimum: `amount_cents` < 5000 on top-up, `daily_budget_cents` < 1000 on campaigns.")
+	def(BelowMinimum, 409, "On payout: the withdrawable balance is under EUR 50 (5000 cents).")
+	def(BidBelowFloor, 422, "`max_bid_cents` is under the campaign's floor (the highest floor of its categories on its app's platform).")
+	def(InvalidDate, 422, "`from` or `to` is not a date of the form YYYY-MM-DD.")
+	def(InvalidRange, 422, "`from` is after `to`.")
+	def(InvalidLimit, 422, "`limit` is not an integer from 1 to 1000.")
+	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
+	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
+	def(InvalidAmount, 422, "An amount is not a positive integer number of cents, or is too large.")
+
+	def(InvalidTransition, 409, "The requested status change is not allowed from the current status (e.g. approving a suspended app).")
+	def(PayoutAccountMissing, 409, "On payout: the app has no connected payout account.")
+	def(PayoutInProgress, 409, "On payout: another payout of this app is still being processed.")
+	def(CheckoutExpired, 409, "The checkout session expired before it was paid; start a new top-up.")
+	def(TestModeOnly, 403, "The operation exists only in test mode (the test checkout page, the test clock).")
+	def(InvalidPaymentHeader, 400, "The `X-PAYMENT` header is not a base64 JSON x402 payment payload.")
 
 	def(InvalidOperation, 422, "A ledger operation is malformed: no key, no postings, a zero amount, an unknown line type, or postings that do not sum to zero.")
 	def(OperationKeyReused, 422, "A ledger operation key was used before for a different operation.")
@@ -51,26 +137,28 @@ func init() {
 	def(Conflict, 409, "A concurrent transaction touched the same rows; retry the request.")
 }
 
-// Lookup returns the catalogue entry for code.
-func Lookup(code string) (Entry, bool) {
-	e, ok := catalogue[code]
-	return e, ok
-}
+// Known reports whether code is in the catalogue.
+func Known(code string) bool { return len(catalogue[code]) > 0 }
 
-// Status returns the HTTP status for code (500 for unknown codes).
+// Status returns the default HTTP status for code (500 for unknown codes).
 func Status(code string) int {
-	if e, ok := catalogue[code]; ok {
-		return e.Status
+	if es := catalogue[code]; len(es) > 0 {
+		return es[0].Status
 	}
 	return 500
 }
 
-// All returns every catalogued entry, sorted by code.
+// All returns every catalogued entry, sorted by code then status.
 func All() []Entry {
-	out := make([]Entry, 0, len(catalogue))
-	for _, e := range catalogue {
-		out = append(out, e)
+	var out []Entry
+	for _, es := range catalogue {
+		out = append(out, es...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Code != out[j].Code {
+			return out[i].Code < out[j].Code
+		}
+		return out[i].Status < out[j].Status
+	})
 	return out
 }
