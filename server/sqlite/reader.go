@@ -18,6 +18,27 @@ FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id`
 
 type scanner interface{ Scan(dest ...any) error }
 
+// querier is the read pool or a read transaction (a snapshot).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// reader implements ledger.Reader on a querier.
+type reader struct{ q querier }
+
+// Snapshot runs fn with a Reader whose reads all see the database at one
+// point in time (a WAL read transaction), so a whole-ledger check such as
+// Verify is not confused by writes landing between its queries.
+func (db *DB) Snapshot(ctx context.Context, fn func(ledger.Reader) error) error {
+	tx, err := db.readPool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return wrap(err)
+	}
+	defer tx.Rollback()
+	return fn(reader{tx})
+}
+
 func scanLine(s scanner) (ledger.Line, error) {
 	var l ledger.Line
 	var counterparty, chain, note, mode sql.NullString
@@ -44,16 +65,16 @@ func scanHold(s scanner) (ledger.Hold, error) {
 	return h, nil
 }
 
-func (db *DB) Account(ctx context.Context, id string) (ledger.Account, error) {
+func (r reader) Account(ctx context.Context, id string) (ledger.Account, error) {
 	a := ledger.Account{ID: id}
-	err := db.reader.QueryRowContext(ctx, `SELECT balance, seq, head FROM ledger_accounts WHERE id = ?`, id).Scan(&a.Balance, &a.Seq, &a.Head)
+	err := r.q.QueryRowContext(ctx, `SELECT balance, seq, head FROM ledger_accounts WHERE id = ?`, id).Scan(&a.Balance, &a.Seq, &a.Head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ledger.Account{ID: id, Head: ledger.GenesisHash}, nil
 	}
 	return a, wrap(err)
 }
 
-func (db *DB) Lines(ctx context.Context, account string, q ledger.LineQuery) ([]ledger.Line, error) {
+func (r reader) Lines(ctx context.Context, account string, q ledger.LineQuery) ([]ledger.Line, error) {
 	where := []string{"account_id = ?", "seq > ?"}
 	args := []any{account, q.AfterSeq}
 	if !q.From.IsZero() {
@@ -69,7 +90,7 @@ func (db *DB) Lines(ctx context.Context, account string, q ledger.LineQuery) ([]
 		query += " LIMIT ?"
 		args = append(args, q.Limit)
 	}
-	rows, err := db.reader.QueryContext(ctx, query, args...)
+	rows, err := r.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -85,8 +106,8 @@ func (db *DB) Lines(ctx context.Context, account string, q ledger.LineQuery) ([]
 	return out, wrap(rows.Err())
 }
 
-func (db *DB) Totals(ctx context.Context, account string) ([]ledger.Total, error) {
-	rows, err := db.reader.QueryContext(ctx, `SELECT type, coalesce(earn_mode, ''), sum(amount), count(*) FROM ledger_lines
+func (r reader) Totals(ctx context.Context, account string) ([]ledger.Total, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT type, coalesce(earn_mode, ''), sum(amount), count(*) FROM ledger_lines
 		WHERE account_id = ? GROUP BY type, coalesce(earn_mode, '') ORDER BY type, coalesce(earn_mode, '')`, account)
 	if err != nil {
 		return nil, wrap(err)
@@ -103,8 +124,8 @@ func (db *DB) Totals(ctx context.Context, account string) ([]ledger.Total, error
 	return out, wrap(rows.Err())
 }
 
-func (db *DB) Scan(ctx context.Context, fn func(ledger.Line) error) error {
-	rows, err := db.reader.QueryContext(ctx, selectLines+" ORDER BY account_id, seq")
+func (r reader) Scan(ctx context.Context, fn func(ledger.Line) error) error {
+	rows, err := r.q.QueryContext(ctx, selectLines+" ORDER BY account_id, seq")
 	if err != nil {
 		return wrap(err)
 	}
@@ -121,8 +142,8 @@ func (db *DB) Scan(ctx context.Context, fn func(ledger.Line) error) error {
 	return wrap(rows.Err())
 }
 
-func (db *DB) Accounts(ctx context.Context) ([]ledger.Account, error) {
-	rows, err := db.reader.QueryContext(ctx, `SELECT id, balance, seq, head FROM ledger_accounts ORDER BY id`)
+func (r reader) Accounts(ctx context.Context) ([]ledger.Account, error) {
+	rows, err := r.q.QueryContext(ctx, `SELECT id, balance, seq, head FROM ledger_accounts ORDER BY id`)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -138,8 +159,8 @@ func (db *DB) Accounts(ctx context.Context) ([]ledger.Account, error) {
 	return out, wrap(rows.Err())
 }
 
-func (db *DB) AllHolds(ctx context.Context) ([]ledger.Hold, error) {
-	rows, err := db.reader.QueryContext(ctx, selectHolds+" ORDER BY h.created_at, h.id")
+func (r reader) AllHolds(ctx context.Context) ([]ledger.Hold, error) {
+	rows, err := r.q.QueryContext(ctx, selectHolds+" ORDER BY h.created_at, h.id")
 	if err != nil {
 		return nil, wrap(err)
 	}

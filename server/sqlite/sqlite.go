@@ -25,6 +25,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/storage"
 )
 
 //go:embed migrations/*.sql
@@ -32,9 +33,10 @@ var migrations embed.FS
 
 // DB is an open SQLite store.
 type DB struct {
-	path   string
-	writer *sql.DB // one connection: SQLite has one writer
-	reader *sql.DB
+	reader   // ledger.Reader on the read pool
+	path     string
+	writer   *sql.DB // one connection: SQLite has one writer
+	readPool *sql.DB
 }
 
 // Open opens (creating if needed) the database file at path and migrates it.
@@ -57,14 +59,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	writer.SetConnMaxLifetime(0)
 
 	pragmas.Add("_pragma", "query_only(1)")
-	reader, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
+	readPool, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	reader.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	readPool.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 
-	db := &DB{path: path, writer: writer, reader: reader}
+	db := &DB{reader: reader{readPool}, path: path, writer: writer, readPool: readPool}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -88,12 +90,12 @@ func (db *DB) Path() string { return db.path }
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error {
-	return db.reader.PingContext(ctx)
+	return db.readPool.PingContext(ctx)
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.reader.Close(), db.writer.Close())
+	return errors.Join(db.readPool.Close(), db.writer.Close())
 }
 
 // Exec runs a statement on the writer connection. Tests use it to prove the
@@ -107,6 +109,12 @@ const maxAttempts = 10
 
 // InTx implements ledger.Store.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx ledger.Tx) error) error {
+	return db.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx) })
+}
+
+// Update implements storage.Store: fn runs in a write transaction, retried on
+// conflicts.
+func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.inTx(ctx, fn)
 		if err == nil || !retryable(err) {
@@ -123,7 +131,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx ledger.T
 	}
 }
 
-func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx ledger.Tx) error) error {
+func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	sqlTx, err := db.writer.BeginTx(ctx, nil) // BEGIN IMMEDIATE, from _txlock
 	if err != nil {
 		return wrap(err)
@@ -133,6 +141,17 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx ledger.T
 		return err
 	}
 	return wrap(sqlTx.Commit())
+}
+
+// View implements storage.Store: fn runs in a read transaction on the read
+// pool, a snapshot that never waits for the writer.
+func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	sqlTx, err := db.readPool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return wrap(err)
+	}
+	defer sqlTx.Rollback()
+	return fn(ctx, &tx{tx: sqlTx})
 }
 
 func retryable(err error) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/sqlite"
+	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storetest"
 )
 
@@ -73,3 +74,5 @@ func BenchmarkLedger(b *testing.B) {
 		return db
 	})
 }
+
+var _ storage.Store = (*sqlite.DB)(nil)

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/xpromo/xpromo/server/httpapi"
+)
+
+// config is the server's configuration. Each setting comes from its flag, else
+// its environment variable, else the default.
+type config struct {
+	Addr        string
+	DatabaseURL string // empty: embedded SQLite under DataDir
+	DataDir     string
+	AdminToken  string
+	Mode        string
+	LogFormat   string
+	LogLevel    slog.Level
+}
+
+// minLiveAdminToken is the shortest admin token accepted in live mode; a
+// short token on a live server is a password that can be guessed.
+const minLiveAdminToken = 32
+
+// setting is one configuration knob: its flag, environment variable, default
+// and help. The table drives flag registration, env lookup and the docs.
+type setting struct {
+	flag, env, def, usage string
+	serveOnly             bool // only `serve` takes it
+}
+
+var settings = []setting{
+	{flag: "addr", env: "XPROMO_ADDR", def: "127.0.0.1:8080", usage: "listen address (host:port)", serveOnly: true},
+	{flag: "database-url", env: "DATABASE_URL", def: "", usage: "PostgreSQL URL (postgres://…); empty uses embedded SQLite in the data dir"},
+	{flag: "data-dir", env: "XPROMO_DATA_DIR", def: "./data", usage: "directory of the embedded SQLite database (xpromo.db)"},
+	{flag: "admin-token", env: "XPROMO_ADMIN_TOKEN", def: "", usage: "bearer token of the operator API; empty disables it", serveOnly: true},
+	{flag: "mode", env: "XPROMO_MODE", def: "test", usage: "test (simulated payments, xp_test_ keys) or live", serveOnly: true},
+	{flag: "log-format", env: "XPROMO_LOG_FORMAT", def: "text", usage: "log format: text or json"},
+	{flag: "log-level", env: "XPROMO_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn or error"},
+}
+
+// usageError is a bad command line or configuration: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parseConfig reads the configuration of command name (its flags in args)
+// with env as the environment. Flags win over the environment, which wins
+// over the defaults. Help (-h) returns flag.ErrHelp after printing usage to
+// out.
+func parseConfig(name string, args []string, env func(string) string, out io.Writer) (config, error) {
+	serve := name == "serve"
+	fs := flag.NewFlagSet("xpromo-server "+name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	values := map[string]*string{}
+	for _, s := range settings {
+		if s.serveOnly && !serve {
+			continue
+		}
+		values[s.flag] = fs.String(s.flag, s.def, s.usage+" (env "+s.env+")")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: xpromo-server %s [flags]\n\nFlags (each overrides its environment variable):\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config{}, err
+		}
+		// The flag package has printed the error and the usage.
+		return config{}, exitCode(exitUsage)
+	}
+	if fs.NArg() > 0 {
+		return config{}, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// source names where a value came from, for error messages.
+	source := map[string]string{}
+	for _, s := range settings {
+		p, ok := values[s.flag]
+		if !ok {
+			continue
+		}
+		source[s.flag] = "--" + s.flag
+		if set[s.flag] {
+			continue
+		}
+		if v := env(s.env); v != "" {
+			*p = v
+			source[s.flag] = s.env
+		}
+	}
+	get := func(name string) string {
+		if p, ok := values[name]; ok {
+			return strings.TrimSpace(*p)
+		}
+		return ""
+	}
+
+	cfg := config{
+		Addr:        get("addr"),
+		DatabaseURL: get("database-url"),
+		DataDir:     get("data-dir"),
+		AdminToken:  get("admin-token"),
+		Mode:        strings.ToLower(get("mode")),
+		LogFormat:   strings.ToLower(get("log-format")),
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(get("log-level"))); err != nil {
+		return cfg, usagef("%s: invalid log level %q (want debug, info, warn or error)", source["log-level"], get("log-level"))
+	}
+	switch cfg.LogFormat {
+	case "text", "json":
+	default:
+		return cfg, usagef("%s: invalid log format %q (want text or json)", source["log-format"], cfg.LogFormat)
+	}
+	if cfg.DataDir == "" {
+		return cfg, usagef("%s: the data directory must not be empty", source["data-dir"])
+	}
+	if cfg.DatabaseURL != "" {
+		if err := checkDatabaseURL(cfg.DatabaseURL); err != nil {
+			return cfg, usagef("%s: %v", source["database-url"], err)
+		}
+	}
+	if !serve {
+		return cfg, nil
+	}
+	if err := checkAddr(cfg.Addr); err != nil {
+		return cfg, usagef("%s: %v", source["addr"], err)
+	}
+	switch cfg.Mode {
+	case httpapi.ModeTest, httpapi.ModeLive:
+	default:
+		return cfg, usagef("%s: invalid mode %q (want test or live)", source["mode"], cfg.Mode)
+	}
+	if cfg.Mode == httpapi.ModeLive && cfg.AdminToken != "" && len(cfg.AdminToken) < minLiveAdminToken {
+		return cfg, usagef("%s: the admin token must be at least %d characters in live mode", source["admin-token"], minLiveAdminToken)
+	}
+	return cfg, nil
+}
+
+func checkAddr(addr string) error {
+	// An empty host (":8080") means every interface, which net.Listen accepts.
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid listen address %q (want host:port, e.g. 127.0.0.1:8080)", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("invalid port in listen address %q", addr)
+	}
+	return nil
+}
+
+// checkDatabaseURL accepts postgres:// and postgresql:// URLs. The message
+// never repeats the URL: it may carry a password.
+func checkDatabaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("the database URL does not parse as a URL (want postgres://user:password@host:5432/dbname)")
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return fmt.Errorf("unsupported database URL scheme %q (want postgres://…; leave it empty for embedded SQLite)", u.Scheme)
+	}
+	if u.Host == "" && u.Query().Get("host") == "" {
+		return errors.New("the database URL names no host")
+	}
+	return nil
+}
+
+// sqlitePath is the embedded database's file.
+func (c config) sqlitePath() string { return filepath.Join(c.DataDir, "xpromo.db") }
+
+// redactURL returns the database URL without its password or query (which
+// can carry password= or sslpassword=), safe to log.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable)"
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if u.User != nil {
+		r.User = url.User(u.User.Username())
+	}
+	return r.String()
+}

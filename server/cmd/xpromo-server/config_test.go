@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func envMap(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, config{
+		Addr:      "127.0.0.1:8080",
+		DataDir:   "./data",
+		Mode:      "test",
+		LogFormat: "text",
+		LogLevel:  slog.LevelInfo,
+	}, cfg)
+	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
+}
+
+func TestConfigEnvOverridesDefault(t *testing.T) {
+	env := envMap(map[string]string{
+		"XPROMO_ADDR":        "0.0.0.0:9000",
+		"DATABASE_URL":       "postgres://app:pw@db.internal:5432/xpromo?sslmode=require",
+		"XPROMO_DATA_DIR":    "/var/lib/xpromo",
+		"XPROMO_ADMIN_TOKEN": strings.Repeat("a", 40),
+		"XPROMO_MODE":        "live",
+		"XPROMO_LOG_FORMAT":  "json",
+		"XPROMO_LOG_LEVEL":   "debug",
+	})
+	cfg, err := parseConfig("serve", nil, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, config{
+		Addr:        "0.0.0.0:9000",
+		DatabaseURL: "postgres://app:pw@db.internal:5432/xpromo?sslmode=require",
+		DataDir:     "/var/lib/xpromo",
+		AdminToken:  strings.Repeat("a", 40),
+		Mode:        "live",
+		LogFormat:   "json",
+		LogLevel:    slog.LevelDebug,
+	}, cfg)
+}
+
+func TestConfigFlagOverridesEnv(t *testing.T) {
+	env := envMap(map[string]string{
+		"XPROMO_ADDR":       "0.0.0.0:9000",
+		"DATABASE_URL":      "postgres://env-host/xpromo",
+		"XPROMO_DATA_DIR":   "/env",
+		"XPROMO_MODE":       "live",
+		"XPROMO_LOG_FORMAT": "json",
+		"XPROMO_LOG_LEVEL":  "error",
+	})
+	cfg, err := parseConfig("serve", []string{
+		"--addr", "127.0.0.1:7000",
+		"--database-url=", // an explicit empty flag still wins: back to SQLite
+		"--data-dir", "/flag",
+		"--mode", "test",
+		"--log-format", "text",
+		"--log-level", "warn",
+	}, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:7000", cfg.Addr)
+	assert.Empty(t, cfg.DatabaseURL)
+	assert.Equal(t, "/flag", cfg.DataDir)
+	assert.Equal(t, "test", cfg.Mode)
+	assert.Equal(t, "text", cfg.LogFormat)
+	assert.Equal(t, slog.LevelWarn, cfg.LogLevel)
+}
+
+func TestConfigCaseInsensitiveEnums(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"--mode", "TEST", "--log-format", "JSON", "--log-level", "WARN"}, envMap(nil), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "test", cfg.Mode)
+	assert.Equal(t, "json", cfg.LogFormat)
+	assert.Equal(t, slog.LevelWarn, cfg.LogLevel)
+}
+
+func TestConfigInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // in the message
+	}{
+		{"mode flag", []string{"--mode", "prod"}, nil, `--mode: invalid mode "prod"`},
+		{"mode env", nil, map[string]string{"XPROMO_MODE": "staging"}, `XPROMO_MODE: invalid mode "staging"`},
+		{"log format", []string{"--log-format", "xml"}, nil, `invalid log format "xml"`},
+		{"log level", nil, map[string]string{"XPROMO_LOG_LEVEL": "loud"}, `XPROMO_LOG_LEVEL: invalid log level "loud"`},
+		{"addr without port", []string{"--addr", "localhost"}, nil, `invalid listen address "localhost"`},
+		{"addr bad port", []string{"--addr", "127.0.0.1:99999"}, nil, `invalid port`},
+		{"database scheme", nil, map[string]string{"DATABASE_URL": "mysql://u:secret@h/db"}, `unsupported database URL scheme "mysql"`},
+		{"database no host", []string{"--database-url", "postgres:///db"}, nil, `names no host`},
+		{"empty data dir", []string{"--data-dir", ""}, nil, `data directory must not be empty`},
+		{"short live admin token", []string{"--mode", "live", "--admin-token", "hunter2"}, nil, `at least 32 characters`},
+		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseConfig("serve", tc.args, envMap(tc.env), &bytes.Buffer{})
+			var ue *usageError
+			require.ErrorAs(t, err, &ue)
+			assert.Contains(t, err.Error(), tc.want)
+			// Secrets are never echoed back.
+			assert.NotContains(t, err.Error(), "secret")
+			assert.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+}
+
+func TestConfigBadFlag(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseConfig("serve", []string{"--port", "80"}, envMap(nil), &out)
+	assert.Equal(t, exitCode(exitUsage), err)
+	assert.Contains(t, out.String(), "flag provided but not defined: -port")
+	assert.Contains(t, out.String(), "Usage: xpromo-server serve")
+}
+
+func TestConfigHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseConfig("serve", []string{"-h"}, envMap(map[string]string{"XPROMO_ADMIN_TOKEN": "tok-in-env"}), &out)
+	assert.True(t, errors.Is(err, flag.ErrHelp))
+	for _, s := range settings {
+		assert.Contains(t, out.String(), s.env)
+	}
+	assert.NotContains(t, out.String(), "tok-in-env", "help must not show values from the environment")
+}
+
+func TestVerifyConfigIgnoresServeSettings(t *testing.T) {
+	// `ledger verify` neither takes nor validates the serve-only settings.
+	cfg, err := parseConfig("ledger verify", nil, envMap(map[string]string{"XPROMO_MODE": "bogus", "XPROMO_ADDR": "nope"}), &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "./data", cfg.DataDir)
+	var out bytes.Buffer
+	_, err = parseConfig("ledger verify", []string{"--addr", "127.0.0.1:1"}, envMap(nil), &out)
+	assert.Equal(t, exitCode(exitUsage), err)
+	assert.Contains(t, out.String(), "flag provided but not defined: -addr")
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://app:s3cret@db:5432/xpromo?sslmode=require&password=other": "postgres://app@db:5432/xpromo",
+		"postgresql://db.internal/xpromo":                                     "postgresql://db.internal/xpromo",
+		"postgres://user@[::1]:5432/x":                                        "postgres://user@[::1]:5432/x",
+	} {
+		assert.Equal(t, want, redactURL(in))
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string // on stdout or stderr
+	}{
+		{[]string{"help"}, exitOK, "ledger verify"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"ledger"}, exitUsage, `want the subcommand "verify"`},
+		{[]string{"ledger", "balance"}, exitUsage, `want the subcommand "verify"`},
+		{[]string{"serve", "-h"}, exitOK, "XPROMO_ADDR"},
+		{[]string{"--mode", "nope"}, exitUsage, `invalid mode "nope"`},
+		{[]string{"ledger", "verify", "--log-format", "yaml"}, exitUsage, `invalid log format "yaml"`},
+		{[]string{"serve", "--bogus"}, exitUsage, "flag provided but not defined: -bogus"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tc.args, envMap(nil), &stdout, &stderr)
+			assert.Equal(t, tc.code, code)
+			assert.Equal(t, 1, strings.Count(stdout.String()+stderr.String(), tc.out), "reported once")
+		})
+	}
+}

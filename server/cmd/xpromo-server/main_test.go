@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/sqlite"
+)
+
+// logWatcher is the stderr of a serve run: it keeps every JSON log line and
+// hands the address of the "listening" line to a channel.
+type logWatcher struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines []map[string]any
+	addr  chan string
+}
+
+func newLogWatcher() *logWatcher { return &logWatcher{addr: make(chan string, 1)} }
+
+func (w *logWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadBytes('\n')
+		if err != nil { // an incomplete line: keep it for the next write
+			w.buf.Reset()
+			w.buf.Write(line)
+			return len(p), nil
+		}
+		var m map[string]any
+		if json.Unmarshal(line, &m) != nil {
+			m = map[string]any{"raw": string(line)}
+		}
+		w.lines = append(w.lines, m)
+		if m["msg"] == "listening" {
+			w.addr <- m["addr"].(string)
+		}
+	}
+}
+
+func (w *logWatcher) messages() []map[string]any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]map[string]any(nil), w.lines...)
+}
+
+func (w *logWatcher) find(msg string) map[string]any {
+	for _, l := range w.messages() {
+		if l["msg"] == msg {
+			return l
+		}
+	}
+	return nil
+}
+
+// startServe runs `serve` in the background and returns its base URL and a
+// function that cancels it and returns its exit status.
+func startServe(t *testing.T, args []string, env map[string]string) (string, *logWatcher, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	logs := newLogWatcher()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug"}, args...),
+			envMap(env), io.Discard, logs)
+	}()
+	select {
+	case addr := <-logs.addr:
+		return "http://" + addr, logs, func() int { cancel(); return <-done }
+	case code := <-done:
+		cancel()
+		t.Fatalf("serve exited with %d before listening; logs: %v", code, logs.messages())
+	}
+	return "", nil, nil
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeSQLite(t *testing.T) {
+	dir := t.TempDir()
+	token := strings.Repeat("t", 40)
+	base, logs, stop := startServe(t, []string{"--data-dir", dir}, map[string]string{"XPROMO_ADMIN_TOKEN": token})
+
+	code, body := get(t, base+"/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"ok"}`, body)
+	code, body = get(t, base+"/readyz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.JSONEq(t, `{"status":"ready"}`, body)
+	code, body = get(t, base+"/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `xpromo_http_requests_total{method="GET",route="/readyz",status="200"} 1`)
+
+	assert.Equal(t, exitOK, stop())
+
+	l := logs.find("listening")
+	require.NotNil(t, l)
+	assert.Equal(t, "sqlite", l["store"])
+	assert.Equal(t, filepath.Join(dir, "xpromo.db"), l["database"])
+	assert.Equal(t, "test", l["mode"])
+	assert.Equal(t, "enabled", l["admin_api"])
+	warn := logs.find("TEST MODE: payments are simulated, API keys are xp_test_, payouts are fake and x402 uses the testnet; never run test mode in production (set --mode live)")
+	require.NotNil(t, warn, "test mode must be announced")
+	assert.Equal(t, "WARN", warn["level"])
+	assert.NotNil(t, logs.find("shutting down"))
+	assert.NotNil(t, logs.find("stopped"))
+	for _, m := range logs.messages() {
+		b, _ := json.Marshal(m)
+		assert.NotContains(t, string(b), token, "the admin token must never be logged")
+	}
+	assert.FileExists(t, filepath.Join(dir, "xpromo.db"))
+
+	// The listener is closed after shutdown.
+	_, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	assert.Error(t, err)
+}
+
+func TestServeLiveModeIsQuiet(t *testing.T) {
+	_, logs, stop := startServe(t, []string{"--data-dir", t.TempDir(), "--mode", "live"}, nil)
+	assert.Equal(t, exitOK, stop())
+	for _, l := range logs.messages() {
+		assert.NotEqual(t, "WARN", l["level"], l)
+	}
+	assert.Equal(t, "disabled", logs.find("listening")["admin_api"])
+}
+
+func TestServeCannotOpenStore(t *testing.T) {
+	// The data dir is a file: SQLite cannot create its database under it.
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"--data-dir", file}, envMap(nil), io.Discard, &stderr)
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stderr.String(), "cannot open the store")
+}
+
+func TestServeCannotListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"--data-dir", t.TempDir(), "--addr", ln.Addr().String()}, envMap(nil), io.Discard, &stderr)
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stderr.String(), "cannot listen")
+}
+
+// seedLedger writes a top-up and an escrow hold into the SQLite database
+// under dir and returns the advertiser's wallet account.
+func seedLedger(t *testing.T, dir string) string {
+	t.Helper()
+	ctx := t.Context()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "xpromo.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	l := &ledger.Ledger{Store: db, Now: func() time.Time { return clock }}
+
+	top, err := ledger.TopUp("topup:cs_1", "app_adv", 10_000, "checkout")
+	require.NoError(t, err)
+	_, err = l.Post(ctx, top)
+	require.NoError(t, err)
+	hold, err := ledger.EscrowHold("hold:chain_1", ledger.Hold{ID: "hold_1", Advertiser: "app_adv", Publisher: "app_pub", Amount: 300, ChainID: "chain_1"})
+	require.NoError(t, err)
+	_, err = l.Post(ctx, hold)
+	require.NoError(t, err)
+	return ledger.Wallet("app_adv")
+}
+
+func TestLedgerVerifyOK(t *testing.T) {
+	dir := t.TempDir()
+	seedLedger(t, dir)
+
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"ledger", "verify", "--data-dir", dir}, envMap(nil), &stdout, &stderr)
+	assert.Equal(t, exitOK, code, stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "store:      sqlite "+filepath.Join(dir, "xpromo.db"))
+	assert.Contains(t, out, "lines:      4\n")
+	assert.Contains(t, out, "operations: 2\n")
+	assert.Contains(t, out, "holds:      1\n")
+	assert.Contains(t, out, "violations: 0\n")
+	assert.NotContains(t, out, "VIOLATION")
+}
+
+func TestLedgerVerifyFindsTampering(t *testing.T) {
+	dir := t.TempDir()
+	wallet := seedLedger(t, dir)
+
+	// Anyone with the file can move an account head; verify must notice.
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "xpromo.db"))
+	require.NoError(t, err)
+	_, err = raw.ExecContext(t.Context(), `UPDATE ledger_accounts SET balance = balance + 1000 WHERE id = ?`, wallet)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	var stdout bytes.Buffer
+	code := run(t.Context(), []string{"ledger", "verify"}, envMap(map[string]string{"XPROMO_DATA_DIR": dir}), &stdout, io.Discard)
+	assert.Equal(t, exitFail, code)
+	var violations []string
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "VIOLATION ") {
+			violations = append(violations, sc.Text())
+		}
+	}
+	require.NotEmpty(t, violations)
+	assert.Contains(t, violations[0], "head "+wallet)
+	assert.Contains(t, stdout.String(), "FAIL")
+}
+
+func TestLedgerVerifyMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"ledger", "verify", "--data-dir", dir}, envMap(nil), io.Discard, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "no database at")
+	assert.NoFileExists(t, filepath.Join(dir, "xpromo.db"), "verify must not create a database")
+}

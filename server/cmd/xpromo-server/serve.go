@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/xpromo/xpromo/server/httpapi"
+)
+
+// shutdownTimeout is how long in-flight requests get to finish after a
+// signal before their connections are closed.
+const shutdownTimeout = 15 * time.Second
+
+// serve runs the HTTP API until ctx is cancelled, then drains and stops.
+func (p *program) serve(ctx context.Context, args []string) error {
+	cfg, err := parseConfig("serve", args, p.env, p.stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, p.stderr)
+	if cfg.Mode == httpapi.ModeTest {
+		log.Warn("TEST MODE: payments are simulated, API keys are xp_test_, payouts are fake and x402 uses the testnet; never run test mode in production (set --mode live)")
+	}
+
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		log.Error("cannot open the store", slog.String("error", err.Error()))
+		return exitCode(exitFail)
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("closing the store", slog.String("error", err.Error()))
+		}
+	}()
+
+	api := httpapi.New(httpapi.Config{
+		Store:    st,
+		Logger:   log,
+		Now:      p.now,
+		Registry: httpapi.NewRegistry(),
+		Mode:     cfg.Mode,
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		log.Error("cannot listen", slog.String("addr", cfg.Addr), slog.String("error", err.Error()))
+		return exitCode(exitFail)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second, // slowloris
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Requests do not inherit ctx: a signal must let them finish
+		// (Shutdown drains them) rather than cancel them outright.
+	}
+
+	adminAPI := "disabled"
+	if cfg.AdminToken != "" {
+		adminAPI = "enabled" // the token itself is never logged
+	}
+	log.Info("listening",
+		slog.String("addr", ln.Addr().String()),
+		slog.String("store", st.kind),
+		slog.String("database", st.location),
+		slog.String("mode", cfg.Mode),
+		slog.String("admin_api", adminAPI),
+	)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		// Serve returned without Shutdown: the listener failed.
+		log.Error("server stopped", slog.String("error", err.Error()))
+		return exitCode(exitFail)
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down", slog.String("drain_timeout", shutdownTimeout.String()))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		// Connections still busy after the timeout are cut.
+		log.Error("requests did not drain in time; closing their connections", slog.String("error", err.Error()))
+		_ = srv.Close()
+		return exitCode(exitFail)
+	}
+	if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

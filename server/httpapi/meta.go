@@ -1,0 +1,21 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/xpromo/xpromo/server/openapi"
+)
+
+// mountMeta: the integration guide, and the OpenAPI document at the root.
+func (s *Server) mountMeta(public chi.Router) {
+	public.Get("/integration-guide", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		w.Write(s.services.Guide)
+	})
+	s.router.With(s.identify, s.rateLimit).Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", openapi.ContentType)
+		w.Write(openapi.Document)
+	})
+}

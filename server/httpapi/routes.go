@@ -1,0 +1,25 @@
+package httpapi
+
+import (
+	"github.com/go-chi/chi/v5"
+)
+
+// MountAPI mounts the REST API v1 with the given services. The middleware
+// order is deliberate: identify the caller (never refusing), rate-limit every
+// request (per key when the key is valid, per IP otherwise, so 401s are
+// limited too), then refuse unauthenticated calls to protected routes, then
+// make POSTs idempotent.
+func (s *Server) MountAPI(svc Services) {
+	s.services = svc
+	s.router.Route("/v1", func(r chi.Router) {
+		r.Use(s.identify, s.rateLimit)
+		public := r.With(s.idempotent)
+		protected := r.With(s.requireApp, s.idempotent)
+		admin := r.With(s.requireAdmin, s.idempotent)
+
+		s.mountMeta(public)
+		s.mountApps(public, protected, admin)
+		s.mountMarket(public, protected, admin)
+		s.mountMoney(public, protected, admin)
+	})
+}

@@ -1,0 +1,26 @@
+package httpapi
+
+import (
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
+	"github.com/xpromo/xpromo/server/payments"
+)
+
+// Services are the domain components behind the /v1 API. cmd (through the
+// wire package) builds them; tests build them on a real store.
+type Services struct {
+	Auth        Authenticator
+	AdminToken  string // guards /v1/admin; empty closes the admin surface
+	Apps        *apps.Service
+	Market      *market.Service
+	Payments    *payments.Service
+	Ledger      ledger.Reader
+	Idempotency *idempotency.Service
+	// Guide is integration-guide.md, served by GET /v1/integration-guide.
+	Guide []byte
+	// BaseURL is the server's public URL (scheme://host[:port]), used in links
+	// it hands out, such as checkout_url.
+	BaseURL string
+}

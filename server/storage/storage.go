@@ -1,0 +1,67 @@
+// Package storage names what the server needs from a database as a whole.
+//
+// Each domain package (ledger, apps, market, payments, idempotency) declares
+// the narrow Tx interface its functions need; Tx here is their union, which
+// the sqlite and postgres stores implement with one transaction type. A
+// domain function that moves money takes an interface embedding both its own
+// Tx and ledger.Tx, so the state change and the ledger lines commit together.
+//
+// Domain services do not import this package (it imports them); they receive
+// an Updater or Viewer for their own Tx type, made here by As.
+package storage
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
+	"github.com/xpromo/xpromo/server/payments"
+)
+
+// Tx is one transaction over every domain's tables.
+type Tx interface {
+	ledger.Tx
+	apps.Tx
+	market.Tx
+	payments.Tx
+	idempotency.Tx
+}
+
+// Store is a database: SQLite or PostgreSQL.
+type Store interface {
+	ledger.Store
+	// Update runs fn in a read-write transaction, retried on conflicts as
+	// ledger.Store.InTx is (fn must have no side effects outside tx).
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// View runs fn in a read-only transaction: a consistent snapshot that
+	// does not take the write lock. Writes through tx fail.
+	View(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Snapshot runs fn with a ledger reader on one consistent snapshot.
+	Snapshot(ctx context.Context, fn func(ledger.Reader) error) error
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Txer runs a function in a transaction of type T.
+type Txer[T any] func(ctx context.Context, fn func(ctx context.Context, tx T) error) error
+
+// Updater returns a Txer for a domain's own Tx interface T, running Update.
+// T must be an interface that Tx implements.
+func Updater[T any](s Store) Txer[T] { return adapt[T](s.Update) }
+
+// Viewer returns a Txer for T running View.
+func Viewer[T any](s Store) Txer[T] { return adapt[T](s.View) }
+
+func adapt[T any](run func(context.Context, func(context.Context, Tx) error) error) Txer[T] {
+	// Checked once, when the service is wired, rather than on every call.
+	if t := reflect.TypeFor[T](); t.Kind() != reflect.Interface || !reflect.TypeFor[Tx]().Implements(t) {
+		panic(fmt.Sprintf("storage: storage.Tx does not implement %v", t))
+	}
+	return func(ctx context.Context, fn func(context.Context, T) error) error {
+		return run(ctx, func(ctx context.Context, tx Tx) error { return fn(ctx, any(tx).(T)) })
+	}
+}
