@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test bench lint build conformance clean guide
+.PHONY: help run test test-soak bench lint build conformance clean guide
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -46,9 +46,17 @@ help: ## list the targets
 run: ## run xpromo-server on 127.0.0.1:8080 with embedded SQLite in ./data
 	$(GO) run ./server/cmd/xpromo-server $(ARGS)
 
-test: ## every test of every module, with -race, on SQLite and PostgreSQL
+test: ## every test of every module, with -race, on SQLite and PostgreSQL, then the ledger soak
 	@if [ -z "$(PKGS)" ]; then echo "no packages to test"; exit 0; fi
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	@$(MAKE) --no-print-directory test-soak
+
+# The race detector slows the embedded SQLite ~12x, so under -race the ledger's
+# random concurrent test runs 32 x 100 operations; this runs it again at
+# 32 goroutines x 1,000 random operations per store, without -race.
+SOAK_OPS ?= 1000
+test-soak: ## the ledger's concurrent property test at 32 x SOAK_OPS operations per store
+	XPROMO_LEDGER_OPS=$(SOAK_OPS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestStore/ConcurrentRandomOperations' -v ./server/sqlite ./server/postgres | grep -E '^(ok|FAIL|---|panic)|workers|Error' 
 
 bench: ## benchmarks of the server (BENCH, BENCHTIME, BENCH_PKGS)
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 -timeout $(TEST_TIMEOUT) $(BENCH_PKGS)

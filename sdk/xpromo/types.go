@@ -45,7 +45,8 @@ const (
 	X402Version = 1
 )
 
-// RegisterAppRequest is the body of POST /apps. Every field is required.
+// RegisterAppRequest is the body of POST /apps. Every field is required
+// except the additive Category.
 type RegisterAppRequest struct {
 	Name     string   `json:"name"`
 	Platform Platform `json:"platform"` // mac or win
@@ -56,6 +57,9 @@ type RegisterAppRequest struct {
 	DownloadURL string `json:"download_url"`
 	// ContactEmail (email) must answer a challenge message.
 	ContactEmail string `json:"contact_email"`
+	// Category (additive, optional) is the rate-card category key the app's
+	// own slots sell inventory in, e.g. "productivity".
+	Category string `json:"category,omitempty"`
 }
 
 // RegisterAppResponse is the 201 answer of POST /apps.

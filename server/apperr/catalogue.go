@@ -32,25 +32,27 @@ const (
 	IdempotencyKeyInUse   = "idempotency_key_in_use"
 
 	// Field validation (422).
-	InvalidName     = "invalid_name"
-	InvalidPlatform = "invalid_platform"
-	InvalidBundleID = "invalid_bundle_id"
-	InvalidDomain   = "invalid_domain"
-	InvalidURL      = "invalid_url"
-	InvalidEmail    = "invalid_email"
-	InvalidCategory = "invalid_category"
-	UnknownCategory = "unknown_category"
-	BelowMinimum    = "below_minimum"
-	BidBelowFloor   = "bid_below_floor"
-	InvalidDate     = "invalid_date"
-	InvalidRange    = "invalid_date_range"
-	InvalidLimit    = "invalid_limit"
-	InvalidCursor   = "invalid_cursor"
-	InvalidPeriod   = "invalid_period"
-	InvalidAmount   = "invalid_amount"
+	InvalidName          = "invalid_name"
+	InvalidPlatform      = "invalid_platform"
+	InvalidBundleID      = "invalid_bundle_id"
+	InvalidDomain        = "invalid_domain"
+	InvalidURL           = "invalid_url"
+	InvalidEmail         = "invalid_email"
+	InvalidCategory      = "invalid_category"
+	UnknownCategory      = "unknown_category"
+	BelowMinimum         = "below_minimum"
+	BidBelowFloor        = "bid_below_floor"
+	InvalidDate          = "invalid_date"
+	InvalidRange         = "invalid_date_range"
+	InvalidLimit         = "invalid_limit"
+	InvalidCursor        = "invalid_cursor"
+	InvalidPeriod        = "invalid_period"
+	InvalidAmount        = "invalid_amount"
+	InvalidPayoutAccount = "invalid_payout_account"
 
 	// State.
 	InvalidTransition    = "invalid_transition"
+	FloorCannotRise      = "floor_cannot_rise"
 	PayoutAccountMissing = "payout_account_missing"
 	PayoutInProgress     = "payout_in_progress"
 	CheckoutExpired      = "checkout_expired"
@@ -102,13 +104,13 @@ func init() {
 	def(IdempotencyKeyReused, 422, "The `Idempotency-Key` was used before (within 24 hours) with a different request.")
 	def(IdempotencyKeyInUse, 409, "A request with the same `Idempotency-Key` is still being processed; retry shortly.")
 
-	def(InvalidName, 422, "`name` is empty or longer than 200 characters.")
+	def(InvalidName, 422, "`name` is longer than 200 characters or holds control characters.")
 	def(InvalidPlatform, 422, "`platform` is not one of `mac`, `win`.")
-	def(InvalidBundleID, 422, "`bundle_id` is not a reverse-DNS identifier (letters, digits, `.`, `-`, `_`; at most 255 characters).")
+	def(InvalidBundleID, 422, "`bundle_id` is not a reverse-DNS identifier (at least two dot-separated parts of letters, digits, `-`, `_`; at most 255 characters).")
 	def(InvalidDomain, 422, "`domain` is not a registrable DNS name (e.g. `example.com`, no scheme or path).")
 	def(InvalidURL, 422, "A URL field (`download_url`) is not an absolute `https` (or `http`) URL with a host.")
 	def(InvalidEmail, 422, "`contact_email` is not a valid email address.")
-	def(InvalidCategory, 422, "`categories` is empty, or lists a category twice.")
+	def(InvalidCategory, 422, "`categories` is empty, or lists a category twice; or the `category` of POST /apps is not a lowercase key of 1 to 64 `a-z`, `0-9`, `-`.")
 	def(UnknownCategory, 422, "A category key is not in the rate card.")
 	def(BelowMinimum, 422, "An amount is under its documented minimum: `amount_cents` < 5000 on top-up, `daily_budget_cents` < 1000 on campaigns.")
 	def(BelowMinimum, 409, "On payout: the withdrawable balance is under EUR 50 (5000 cents).")
@@ -119,8 +121,10 @@ func init() {
 	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents, or is too large.")
+	def(InvalidPayoutAccount, 422, "`account_id` is not a connected payout account id (`acct_` followed by letters, digits or `_`).")
 
 	def(InvalidTransition, 409, "The requested status change is not allowed from the current status (e.g. approving a suspended app).")
+	def(FloorCannotRise, 409, "A configured or requested floor is above the current floor; floors never rise.")
 	def(PayoutAccountMissing, 409, "On payout: the app has no connected payout account.")
 	def(PayoutInProgress, 409, "On payout: another payout of this app is still being processed.")
 	def(CheckoutExpired, 409, "The checkout session expired before it was paid; start a new top-up.")

@@ -1,10 +1,206 @@
 // Package apps registers apps, issues and checks their API keys, keeps their
 // status and its history, and records the jobs (scoring, vetting gate) queued
 // for them.
+//
+// docs/apps.md describes the rules (fields and their codes, key format and
+// rotation, status transitions, the admin surface, the score).
 package apps
 
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ids"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// App is a registered app.
+type App struct {
+	ID           string
+	Name         string
+	Platform     xpromo.Platform
+	BundleID     string
+	Domain       string
+	DownloadURL  string
+	ContactEmail string
+	Category     string // "" when none was given
+	Status       xpromo.AppStatus
+	EarnMode     ledger.EarnMode
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// APIKey is a stored API key: only the SHA-256 of the key, never the key.
+type APIKey struct {
+	Hash      string // hex SHA-256 of the whole key
+	AppID     string
+	Prefix    string // the key's first 12 characters, for display
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: no expiry
+}
+
+// Job is a unit of background work queued for an app. Workers (later) claim
+// queued jobs whose RunAfter has passed and record a JSON Result.
+type Job struct {
+	ID         string
+	AppID      string
+	Kind       xpromo.JobKind
+	Status     xpromo.JobStatus
+	Result     json.RawMessage // nil until a worker records one
+	CreatedAt  time.Time
+	RunAfter   time.Time
+	FinishedAt *time.Time
+}
+
+// StatusChange is a row of an app's append-only status history.
+type StatusChange struct {
+	AppID  string
+	From   xpromo.AppStatus // "" on the registration row
+	To     xpromo.AppStatus
+	Reason string
+	Actor  string
+	At     time.Time
+}
+
+// AuditEntry is a row of the append-only operator audit log.
+type AuditEntry struct {
+	ID      string
+	Actor   string
+	Action  string
+	Subject string
+	Detail  json.RawMessage // a JSON object
+	At      time.Time
+}
+
+// Actors of status changes.
+const (
+	ActorAdmin  = "admin"  // an operator, through the admin surface
+	ActorSystem = "system" // the server itself (registration)
+	ActorGate   = "gate"   // the vetting gate
+	ActorFraud  = "fraud"  // fraud detection
+	ActorMarket = "market" // trading progress (throttled, live)
+)
+
 // Tx is what the apps domain needs from a transaction.
-type Tx interface{}
+type Tx interface {
+	InsertApp(ctx context.Context, a App) error
+	// GetApp returns the app with this id; ok is false when there is none.
+	// With lock, the row stays locked until the transaction ends.
+	GetApp(ctx context.Context, id string, lock bool) (a App, ok bool, err error)
+	SetAppStatus(ctx context.Context, id string, status xpromo.AppStatus, at time.Time) error
+	InsertAppStatusChange(ctx context.Context, c StatusChange) error
+	// AppStatusHistory returns the app's status changes, oldest first.
+	AppStatusHistory(ctx context.Context, appID string) ([]StatusChange, error)
+
+	InsertAPIKey(ctx context.Context, k APIKey) error
+	// APIKeyByHash looks a key up by its hash (the primary key).
+	APIKeyByHash(ctx context.Context, hash string) (k APIKey, ok bool, err error)
+	// ExpireAppAPIKeys sets expires_at = at on every key of the app that
+	// would otherwise still be valid at that time.
+	ExpireAppAPIKeys(ctx context.Context, appID string, at time.Time) error
+
+	InsertJob(ctx context.Context, j Job) error
+	// AppJobs returns the app's jobs, oldest first.
+	AppJobs(ctx context.Context, appID string) ([]Job, error)
+
+	InsertAdminAudit(ctx context.Context, e AuditEntry) error
+	// AdminAudit returns the newest limit audit entries, newest first.
+	AdminAudit(ctx context.Context, limit int) ([]AuditEntry, error)
+}
 
 // Service is the apps domain's entry point; its fields are its dependencies.
-type Service struct{}
+type Service struct {
+	// Update runs fn in a read-write transaction (retried on conflicts).
+	Update func(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// View runs fn in a read-only snapshot.
+	View func(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Now is the clock.
+	Now func() time.Time
+	// Live makes the service issue and accept xp_live_ keys; otherwise
+	// (test mode) xp_test_ keys.
+	Live bool
+}
+
+// now is the clock at the precision both stores keep (microseconds), so a
+// value returned equals the value read back.
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+// RegisterParams are the fields of a registration (RegisterAppRequest).
+type RegisterParams struct {
+	Name         string
+	Platform     string
+	BundleID     string
+	Domain       string
+	DownloadURL  string
+	ContactEmail string
+	Category     string // optional
+}
+
+// ReviewDelay is how long after registration the next review is announced
+// when no job is queued.
+const ReviewDelay = 24 * time.Hour
+
+// Register validates p and, in one transaction, records the app (pending),
+// its API key, the first status-history row and two queued jobs, scoring and
+// gate. It returns the app, the API key (the only time it exists outside the
+// caller) and the scoring job.
+func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, Job, error) {
+	p, err := validate(p)
+	if err != nil {
+		return App{}, "", Job{}, err
+	}
+	now := s.now()
+	app := App{
+		ID: ids.New("app"), Name: p.Name, Platform: xpromo.Platform(p.Platform), BundleID: p.BundleID,
+		Domain: p.Domain, DownloadURL: p.DownloadURL, ContactEmail: p.ContactEmail, Category: p.Category,
+		Status: xpromo.AppStatusPending, EarnMode: ledger.EarnCash, CreatedAt: now, UpdatedAt: now,
+	}
+	key := s.newKey()
+	scoring, gate := newJob(app.ID, xpromo.JobScoring, now), newJob(app.ID, xpromo.JobGate, now)
+	err = s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.InsertApp(ctx, app); err != nil {
+			return err
+		}
+		if err := tx.InsertAPIKey(ctx, APIKey{Hash: HashKey(key), AppID: app.ID, Prefix: key[:displayPrefixLen], CreatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.InsertAppStatusChange(ctx, StatusChange{AppID: app.ID, To: xpromo.AppStatusPending, Reason: "registered", Actor: ActorSystem, At: now}); err != nil {
+			return err
+		}
+		if err := tx.InsertJob(ctx, scoring); err != nil {
+			return err
+		}
+		return tx.InsertJob(ctx, gate)
+	})
+	if err != nil {
+		return App{}, "", Job{}, err
+	}
+	return app, key, scoring, nil
+}
+
+func newJob(appID string, kind xpromo.JobKind, now time.Time) Job {
+	return Job{ID: ids.New("job"), AppID: appID, Kind: kind, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now}
+}
+
+// Job returns one of the app's jobs; another app's job is not_found.
+func (s *Service) Job(ctx context.Context, appID, jobID string) (Job, error) {
+	var jobs []Job
+	if err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
+		jobs, err = tx.AppJobs(ctx, appID)
+		return err
+	}); err != nil {
+		return Job{}, err
+	}
+	for _, j := range jobs {
+		if j.ID == jobID {
+			return j, nil
+		}
+	}
+	return Job{}, apperr.New(apperr.NotFound, "no job %q for this app", jobID)
+}
+
+// notFound is the error for an app id that names no app.
+func notFound() error { return apperr.New(apperr.NotFound, "app not found") }

@@ -82,7 +82,8 @@ func ownApp(r *http.Request, pathAppID string) (string, error) {
 	if id := callerApp(r.Context()); id != "" && id == pathAppID {
 		return id, nil
 	}
-	return "", apperr.New(apperr.NotFound, "no app %q", pathAppID)
+	// The message does not echo the id: both cases must answer the same body.
+	return "", apperr.New(apperr.NotFound, "app not found")
 }
 
 // requireAdmin guards the operators' surface with the configured admin token.

@@ -1,10 +1,308 @@
 package httpapi
 
-import "net/http"
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/idempotency"
+)
+
+// Header names of the rate limit and idempotency contracts (docs/limits.md).
+const (
+	headerRateLimitPolicy    = "RateLimit-Policy"
+	headerRateLimit          = "RateLimit"
+	headerRateLimitLimit     = "RateLimit-Limit"
+	headerRateLimitRemaining = "RateLimit-Remaining"
+	headerRateLimitReset     = "RateLimit-Reset"
+	headerIdempotencyKey     = "Idempotency-Key"
+	// IdempotentReplayedHeader marks a response replayed from an earlier
+	// request with the same Idempotency-Key.
+	IdempotentReplayedHeader = "Idempotent-Replayed"
+)
 
 // rateLimit applies the per-key (or per-IP) request budget and sets the
-// RateLimit headers on every response.
-func (s *Server) rateLimit(next http.Handler) http.Handler { return next }
+// RateLimit headers on every response: reads (GET, HEAD) and writes (every
+// other method) have separate budgets. Over budget, it answers 429
+// rate_limited with Retry-After.
+//
+// If the limiter's store fails (Redis down), the request goes through
+// unlimited: a cache outage must not take the API down. Each such request is
+// logged at WARN and counted in xpromo_ratelimit_failures_total, and carries
+// only the headers that do not depend on the count (RateLimit-Policy,
+// RateLimit-Limit).
+func (s *Server) rateLimit(next http.Handler) http.Handler {
+	failures := register(s.registry, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "xpromo_ratelimit_failures_total",
+		Help: "Requests let through without rate limiting because the limiter's store failed (fail open).",
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limiter := s.services.Limiter
+		if limiter == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p := s.services.WritePolicy
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			p = s.services.ReadPolicy
+		}
+		bucket := "ip:" + clientIP(r)
+		if app := callerApp(r.Context()); app != "" {
+			bucket = "app:" + app
+		}
+		h := w.Header()
+		// Structured Field List items (RFC 9651): the name is an sf-string,
+		// q and w integers (w in seconds).
+		h.Set(headerRateLimitPolicy, `"`+p.Name+`";q=`+strconv.Itoa(p.Limit)+";w="+strconv.Itoa(ceilSeconds(p.Window)))
+		h.Set(headerRateLimitLimit, strconv.Itoa(p.Limit))
 
-// idempotent makes POSTs replayable under an Idempotency-Key.
-func (s *Server) idempotent(next http.Handler) http.Handler { return next }
+		d, err := limiter.Allow(r.Context(), bucket, p)
+		if err != nil {
+			failures.Inc()
+			s.log.LogAttrs(r.Context(), levelWarn, "rate limiter unavailable; request let through unlimited",
+				errAttr(err), slog.String("bucket", bucket), attrRequestID(r.Context()))
+			next.ServeHTTP(w, r)
+			return
+		}
+		reset := ceilSeconds(d.Reset)
+		h.Set(headerRateLimit, `"`+p.Name+`";r=`+strconv.Itoa(d.Remaining)+";t="+strconv.Itoa(reset))
+		h.Set(headerRateLimitRemaining, strconv.Itoa(d.Remaining))
+		h.Set(headerRateLimitReset, strconv.Itoa(reset))
+		if !d.Allowed {
+			// Rounded up to a whole second, so that neither the RFC 3339
+			// retry_after nor Retry-After is earlier than the reset.
+			at := s.Now().Add(d.Reset)
+			if t := at.Truncate(time.Second); !t.Equal(at) {
+				at = t.Add(time.Second)
+			}
+			e := apperr.New(apperr.RateLimited, "%s limit of %d requests per %d seconds reached; retry after the window resets", p.Name, p.Limit, ceilSeconds(p.Window))
+			e.RetryAfter = &at
+			s.writeErr(w, r, e)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func ceilSeconds(d time.Duration) int {
+	return int(math.Ceil(d.Seconds()))
+}
+
+// clientIP is the address the request came from: the host of RemoteAddr.
+// Forwarding headers (X-Forwarded-For, Forwarded) are not trusted: any
+// client can send them. IPv6 clients are grouped by /64, the block one
+// subscriber usually holds, so that rotating addresses within it does not
+// multiply the budget.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	addr = addr.Unmap().WithZone("")
+	if addr.Is6() {
+		return netip.PrefixFrom(addr, 64).Masked().String()
+	}
+	return addr.String()
+}
+
+// idempotent makes POSTs replayable under an Idempotency-Key (the header is
+// optional). The first request with a key runs and its response is stored;
+// a retry with the same key and the same method, path and body gets the
+// stored response again, marked Idempotent-Replayed: true, without running
+// again. See docs/limits.md for the rules and the reasons behind them.
+func (s *Server) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		svc := s.services.Idempotency
+		values := r.Header.Values(headerIdempotencyKey)
+		if r.Method != http.MethodPost || svc == nil || len(values) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if len(values) > 1 {
+			s.writeErr(w, r, apperr.New(apperr.InvalidIdempotencyKey, "send one Idempotency-Key header, not %d", len(values)))
+			return
+		}
+		key, err := idempotency.ParseKey(values[0])
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		// The body is part of the request's identity, so it is read here,
+		// whole, and handed on as a fresh reader.
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				s.writeErr(w, r, apperr.New(apperr.BodyTooLarge, "the body is larger than %d bytes", MaxBodyBytes))
+			} else {
+				s.writeErr(w, r, apperr.New(apperr.MalformedJSON, "the body could not be read: %v", err))
+			}
+			return
+		}
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+
+		claim, replay, err := svc.Begin(r.Context(), s.idempotencyScope(r), key, idempotency.Fingerprint(r.Method, r.URL.RequestURI(), body))
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if replay != nil {
+			h := w.Header()
+			for k, v := range replay.Headers {
+				h[k] = v
+			}
+			if replay.ContentType != "" {
+				h.Set("Content-Type", replay.ContentType)
+			}
+			h.Set(IdempotentReplayedHeader, "true")
+			w.WriteHeader(replay.Status)
+			w.Write(replay.Body)
+			return
+		}
+
+		// The claim outlives the request: storing or releasing it must
+		// happen even when the client has gone.
+		bg := context.WithoutCancel(r.Context())
+		rec := &recorder{header: w.Header().Clone()}
+		before := w.Header().Clone()
+		finished := false
+		defer func() {
+			if !finished { // the handler panicked: let a retry run again at once
+				if err := svc.Release(bg, claim); err != nil {
+					s.log.LogAttrs(bg, levelError, "releasing an idempotency key", errAttr(err), attrRequestID(bg))
+				}
+			}
+		}()
+		next.ServeHTTP(rec, r)
+		finished = true
+		if rec.status == 0 {
+			rec.status = http.StatusOK // nothing written: net/http would send 200
+		}
+
+		if storable(rec.status, rec.body.Bytes()) {
+			resp := idempotency.Response{
+				Status:      rec.status,
+				ContentType: rec.header.Get("Content-Type"),
+				Headers:     addedHeaders(before, rec.header),
+				Body:        rec.body.Bytes(),
+			}
+			// The response is stored before it is sent, so a client that got
+			// it and retries always finds it.
+			if ok, err := svc.Finish(bg, claim, resp); err != nil {
+				s.log.LogAttrs(bg, levelError, "storing an idempotent response; retries will run the request again once the claim's lease lapses",
+					errAttr(err), attrRequestID(bg))
+			} else if !ok {
+				s.log.LogAttrs(bg, levelWarn, "idempotency claim lost before the response was stored (the request outlived its lease)",
+					attrRequestID(bg))
+			}
+		} else if err := svc.Release(bg, claim); err != nil {
+			s.log.LogAttrs(bg, levelError, "releasing an idempotency key", errAttr(err), attrRequestID(bg))
+		}
+
+		h := w.Header()
+		for k := range h {
+			if _, ok := rec.header[k]; !ok {
+				delete(h, k)
+			}
+		}
+		for k, v := range rec.header {
+			h[k] = v
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
+	})
+}
+
+// idempotencyScope keeps one caller's keys apart from another's: the API
+// key's app, the operators (admin token) or, unauthenticated (POST
+// /v1/apps), the client IP. A key is never shared across callers: a
+// registration's replay carries its api_key.
+func (s *Server) idempotencyScope(r *http.Request) string {
+	if app := callerApp(r.Context()); app != "" {
+		return "app:" + app
+	}
+	if token := s.services.AdminToken; token != "" {
+		if key, ok := bearer(r.Header.Get("Authorization")); ok && subtle.ConstantTimeCompare([]byte(key), []byte(token)) == 1 {
+			return "admin"
+		}
+	}
+	return "ip:" + clientIP(r)
+}
+
+// storable tells whether a response is final, to be replayed to retries.
+// Not stored, so that a retry with the same key runs again: server errors
+// (5xx), 402 (the x402 challenge: the paid retry reuses the key), 429, and
+// the 409s that say "another request is running, retry": conflict (a
+// transaction conflict) and payout_in_progress. Stored, like any answer,
+// are the other 4xx: retrying the same request would get the same answer.
+func storable(status int, body []byte) bool {
+	switch {
+	case status >= 500, status == http.StatusPaymentRequired, status == http.StatusTooManyRequests:
+		return false
+	case status == http.StatusConflict:
+		var e errorBody
+		if json.Unmarshal(body, &e) != nil {
+			return true
+		}
+		return e.Error.Code != apperr.Conflict && e.Error.Code != apperr.PayoutInProgress
+	}
+	return true
+}
+
+// addedHeaders returns the headers the handler set or changed, apart from
+// Content-Type (stored on its own): those are replayed; the ones set before
+// it (request id, rate limit) are fresh on every response.
+func addedHeaders(before, after http.Header) http.Header {
+	var out http.Header
+	for k, v := range after {
+		if k == "Content-Type" || slices.Equal(before[k], v) {
+			continue
+		}
+		if out == nil {
+			out = http.Header{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// recorder buffers a handler's response so that it can be stored before it
+// is sent.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/ratelimit"
 )
 
 // Services are the domain components behind the /v1 API. cmd (through the
@@ -18,6 +19,10 @@ type Services struct {
 	Payments    *payments.Service
 	Ledger      ledger.Reader
 	Idempotency *idempotency.Service
+	// Limiter counts requests per caller (limits.go) under ReadPolicy (GET,
+	// HEAD) or WritePolicy (other methods); nil disables rate limiting.
+	Limiter                 ratelimit.Limiter
+	ReadPolicy, WritePolicy ratelimit.Policy
 	// Guide is integration-guide.md, served by GET /v1/integration-guide.
 	Guide []byte
 	// BaseURL is the server's public URL (scheme://host[:port]), used in links

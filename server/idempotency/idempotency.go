@@ -1,9 +1,333 @@
 // Package idempotency makes POST requests safe to retry: a request repeated
-// with the same Idempotency-Key replays the first response.
+// with the same Idempotency-Key (in the same scope) replays the first
+// response instead of running again.
+//
+// A key is claimed in a short transaction before the request runs (state
+// in_progress), and the response is stored in a second one after it ran
+// (state done). The request's own writes commit in between, in transactions
+// of their own, so a crash after them and before the response is stored
+// leaves an in_progress claim; its lease lapses and a retry runs the request
+// again. That is safe because every operation behind a POST is idempotent by
+// its own keys (see docs/limits.md, "The crash window").
 package idempotency
 
-// Tx is what idempotency needs from a transaction.
-type Tx interface{}
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
 
-// Service is the idempotency domain's entry point; its fields are its dependencies.
-type Service struct{}
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// Defaults.
+const (
+	// DefaultTTL is how long a key is remembered after it is first used.
+	DefaultTTL = 24 * time.Hour
+	// DefaultLease is how long an in_progress claim keeps retries away; a
+	// claim older than that was abandoned (its request crashed) and may be
+	// claimed again.
+	DefaultLease = 60 * time.Second
+	// MaxKeyLen is the longest Idempotency-Key accepted.
+	MaxKeyLen = 255
+)
+
+// State of a stored key.
+type State string
+
+const (
+	InProgress State = "in_progress"
+	Done       State = "done"
+)
+
+// Record is one stored key: table idempotency_keys.
+type Record struct {
+	Scope       string
+	Key         string // StoredKey of the Idempotency-Key, never the key itself
+	Claim       string // random id of the claim that holds the row
+	Fingerprint []byte // sha256 of the request, see Fingerprint
+	State       State
+	// The stored response, once State is Done.
+	Status      int
+	ContentType string
+	Headers     http.Header // other response headers worth replaying (e.g. Location)
+	Body        []byte      // sealed: see seal
+	CreatedAt   time.Time   // when the current claim was taken
+	ExpiresAt   time.Time   // CreatedAt + TTL; after it the key is forgotten
+}
+
+// Tx is what idempotency needs from a transaction.
+type Tx interface {
+	// InsertIdempotencyKey inserts r unless a row with its scope and key
+	// exists (whatever its state), reporting whether it inserted.
+	InsertIdempotencyKey(ctx context.Context, r Record) (bool, error)
+	// LockIdempotencyKey reads the row (scope, key) and locks it until the
+	// transaction ends; found is false when there is none.
+	LockIdempotencyKey(ctx context.Context, scope, key string) (r Record, found bool, err error)
+	// ReplaceIdempotencyKey overwrites the row with r's scope and key.
+	ReplaceIdempotencyKey(ctx context.Context, r Record) error
+	// FinishIdempotencyKey stores r's response and sets state done, if the
+	// row is still in_progress under claim r.Claim; it reports whether it was.
+	FinishIdempotencyKey(ctx context.Context, r Record) (bool, error)
+	// ReleaseIdempotencyKey deletes the row if it is still in_progress under
+	// claim; it reports whether it was.
+	ReleaseIdempotencyKey(ctx context.Context, scope, key, claim string) (bool, error)
+	// PurgeIdempotencyKeys deletes up to limit rows expired at now and
+	// returns how many it deleted.
+	PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// Service keeps Idempotency-Keys. Update and Now are required.
+type Service struct {
+	Update func(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	Now    func() time.Time
+	TTL    time.Duration // 0 means DefaultTTL
+	Lease  time.Duration // 0 means DefaultLease
+}
+
+// Claim is a held key: the request it guards may run. Finish or Release it.
+type Claim struct {
+	Scope string
+	Key   string // as stored: StoredKey of the Idempotency-Key
+	ID    string // the claim's random id
+	seal  cipher.AEAD
+}
+
+// Response is a stored response.
+type Response struct {
+	Status      int
+	ContentType string
+	Headers     http.Header
+	Body        []byte
+}
+
+// ParseKey validates an Idempotency-Key header value. The value is 1 to 255
+// printable ASCII characters, sent bare (as most clients do) or as an RFC
+// 9651 Structured Field string (`"…"`, as the IETF draft specifies), which is
+// unquoted first.
+func ParseKey(v string) (string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		var sb strings.Builder
+		for i := 1; i < len(v)-1; i++ {
+			c := v[i]
+			if c == '\\' && i+1 < len(v)-1 && (v[i+1] == '"' || v[i+1] == '\\') {
+				i++
+				c = v[i]
+			} else if c == '"' || c == '\\' {
+				return "", invalidKey()
+			}
+			sb.WriteByte(c)
+		}
+		v = sb.String()
+	}
+	if v == "" || len(v) > MaxKeyLen {
+		return "", invalidKey()
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", invalidKey()
+		}
+	}
+	return v, nil
+}
+
+func invalidKey() error {
+	return apperr.New(apperr.InvalidIdempotencyKey, "the Idempotency-Key header must be 1 to %d printable ASCII characters (a UUID is a good choice)", MaxKeyLen)
+}
+
+// Fingerprint identifies a request: sha256 over its method, path (with the
+// query, if any) and body. Fields are length-prefixed so that no two
+// requests share a fingerprint by shifting bytes from one field to another.
+func Fingerprint(method, path string, body []byte) []byte {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(method), []byte(path), body} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return h.Sum(nil)
+}
+
+func (s *Service) ttl() time.Duration {
+	if s.TTL > 0 {
+		return s.TTL
+	}
+	return DefaultTTL
+}
+
+func (s *Service) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return DefaultLease
+}
+
+// Begin claims idempotencyKey in scope for a request with the given
+// fingerprint (see Fingerprint). It
+// returns the claim when the request should run, or the stored response
+// when it already ran (replay), or an *apperr.Error:
+// idempotency_key_reused (the key was used for a different request) or
+// idempotency_key_in_use (the first request is still running).
+func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, fingerprint []byte) (*Claim, *Response, error) {
+	key := StoredKey(idempotencyKey)
+	aead := seal(scope, idempotencyKey)
+	var claim *Claim
+	var replay *Response
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		claim, replay = nil, nil
+		now := s.Now().UTC()
+		r := Record{
+			Scope: scope, Key: key, Claim: newClaimID(), Fingerprint: fingerprint, State: InProgress,
+			CreatedAt: now, ExpiresAt: now.Add(s.ttl()),
+		}
+		inserted, err := tx.InsertIdempotencyKey(ctx, r)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			old, found, err := tx.LockIdempotencyKey(ctx, scope, key)
+			if err != nil {
+				return err
+			}
+			if !found {
+				// Deleted (released or purged) since the insert saw it:
+				// run again, when the insert will win.
+				return fmt.Errorf("%w: idempotency key %s vanished", ledger.ErrConflict, key)
+			}
+			expired := !now.Before(old.ExpiresAt)
+			abandoned := old.State == InProgress && !now.Before(old.CreatedAt.Add(s.lease()))
+			switch {
+			case expired:
+				// Forgotten: the key starts afresh, whatever it was used for.
+			case !bytes.Equal(old.Fingerprint, fingerprint):
+				return apperr.New(apperr.IdempotencyKeyReused, "this Idempotency-Key was used within the last %s for a different request (method, path or body); use a new key for a new request", s.ttl().Round(time.Minute))
+			case old.State == Done:
+				body, err := open(aead, old.Body)
+				if err != nil {
+					return fmt.Errorf("idempotency: stored response of %s in %s: %w", key, scope, err)
+				}
+				replay = &Response{Status: old.Status, ContentType: old.ContentType, Headers: old.Headers, Body: body}
+				return nil
+			case !abandoned:
+				return apperr.New(apperr.IdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry shortly")
+			}
+			if err := tx.ReplaceIdempotencyKey(ctx, r); err != nil {
+				return err
+			}
+		}
+		claim = &Claim{Scope: scope, Key: key, ID: r.Claim, seal: aead}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return claim, replay, nil
+}
+
+// Finish stores the response of a claimed request, to be replayed to its
+// retries. It returns false when the claim was lost in the meantime (its
+// lease lapsed and another request took the key), in which case nothing is
+// stored.
+func (s *Service) Finish(ctx context.Context, c *Claim, resp Response) (bool, error) {
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return false, err
+	}
+	sealed := c.seal.Seal(nonce[:], nonce[:], resp.Body, nil)
+	var ok bool
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		ok, err = tx.FinishIdempotencyKey(ctx, Record{
+			Scope: c.Scope, Key: c.Key, Claim: c.ID, State: Done,
+			Status: resp.Status, ContentType: resp.ContentType, Headers: resp.Headers, Body: sealed,
+		})
+		return err
+	})
+	return ok, err
+}
+
+// Release gives a claimed key up without storing a response, so that a
+// retry runs the request again (after a server error, a 402 or a 429).
+func (s *Service) Release(ctx context.Context, c *Claim) error {
+	return s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		_, err := tx.ReleaseIdempotencyKey(ctx, c.Scope, c.Key, c.ID)
+		return err
+	})
+}
+
+// purgeBatch bounds the rows one purge transaction deletes, so a large
+// backlog never holds a long lock.
+const purgeBatch = 1000
+
+// Purge deletes the expired keys, in batches, and returns how many it
+// deleted. The server runs it periodically; expired keys are ignored anyway,
+// so it only reclaims space.
+func (s *Service) Purge(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+			var err error
+			n, err = tx.PurgeIdempotencyKeys(ctx, s.Now().UTC(), purgeBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < purgeBatch {
+			return total, err
+		}
+	}
+}
+
+// StoredKey is how an Idempotency-Key is stored: its SHA-256, hex. The key
+// itself is never stored, and response bodies are stored sealed under it
+// (see seal), so the table reveals no response (a registration's api_key in
+// particular) to anyone who does not hold the client's key: not a database
+// dump, not a backup.
+func StoredKey(idempotencyKey string) string {
+	sum := sha256.Sum256([]byte("xpromo idempotency key\x00" + idempotencyKey))
+	return hex.EncodeToString(sum[:])
+}
+
+// seal returns the AEAD (AES-256-GCM) that seals the stored response of
+// idempotencyKey in scope, under a key derived from both. Its strength is
+// the Idempotency-Key's entropy: clients are told to use random UUIDs.
+func seal(scope, idempotencyKey string) cipher.AEAD {
+	k := sha256.Sum256([]byte("xpromo idempotency body\x00" + scope + "\x00" + idempotencyKey))
+	block, err := aes.NewCipher(k[:])
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return aead
+}
+
+// open reverses Finish's sealing: nonce || ciphertext.
+func open(aead cipher.AEAD, sealed []byte) ([]byte, error) {
+	n := aead.NonceSize()
+	if len(sealed) < n {
+		return nil, fmt.Errorf("sealed body too short")
+	}
+	body, err := aead.Open(nil, sealed[:n], sealed[n:], nil)
+	if body == nil && err == nil {
+		body = []byte{}
+	}
+	return body, err
+}
+
+func newClaimID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -146,6 +146,28 @@ var operations = map[string]opSpec{
 	"request_payout":        {"POST", "/v1/apps/{app_id}/payout", false, false},
 	"get_x402_descriptor":   {"GET", "/.well-known/x402", true, false},
 	"get_openapi":           {"GET", "/openapi.json", true, false},
+	// Additive operators' operations (admin token).
+	"cut_category_floor":  {"POST", "/v1/admin/categories/{category}/floors", false, true},
+	"admin_get_app":       {"GET", "/v1/admin/apps/{app_id}", false, false},
+	"admin_approve_app":   {"POST", "/v1/admin/apps/{app_id}/approve", false, true},
+	"admin_reject_app":    {"POST", "/v1/admin/apps/{app_id}/reject", false, true},
+	"admin_suspend_app":   {"POST", "/v1/admin/apps/{app_id}/suspend", false, true},
+	"admin_reinstate_app": {"POST", "/v1/admin/apps/{app_id}/reinstate", false, true},
+	"admin_review_app":    {"POST", "/v1/admin/apps/{app_id}/review", false, true},
+	"admin_list_audit":    {"GET", "/v1/admin/audit", false, false},
+	// Additive app operations (API key).
+	"rotate_api_key": {"POST", "/v1/apps/{app_id}/keys/rotate", false, false},
+	"get_job":        {"GET", "/v1/apps/{app_id}/jobs/{job_id}", false, false},
+	// Test mode's checkout page (public) and payout accounts (admin).
+	"get_test_checkout":        {"GET", "/test/checkout/{session_id}", true, false},
+	"complete_test_checkout":   {"POST", "/test/checkout/{session_id}", true, false},
+	"admin_set_payout_account": {"PUT", "/v1/admin/apps/{app_id}/payout-account", false, true},
+}
+
+// optionalBody lists the operations whose JSON body may be left out.
+var optionalBody = map[string]bool{
+	"admin_approve_app": true, "admin_reject_app": true, "admin_suspend_app": true,
+	"admin_reinstate_app": true, "admin_review_app": true,
 }
 
 type foundOp struct {
@@ -203,6 +225,10 @@ func TestSecurity(t *testing.T) {
 		case want.public:
 			if f.op.Security == nil || len(*f.op.Security) != 0 {
 				t.Errorf("%s is public: want security: []", id)
+			}
+		case strings.HasPrefix(want.path, "/v1/admin/"):
+			if f.op.Security == nil || len(*f.op.Security) != 1 || (*f.op.Security)[0]["adminToken"] == nil {
+				t.Errorf("%s is an admin operation: want security [{adminToken: []}]", id)
 			}
 		default:
 			if f.op.Security != nil {
@@ -303,8 +329,8 @@ func TestResponsesAndParameters(t *testing.T) {
 
 		if spec.body {
 			rb := f.op.RequestBody
-			if rb == nil || !rb.Value.Required {
-				t.Errorf("%s: request body missing or not required", id)
+			if rb == nil || rb.Value.Required == optionalBody[id] {
+				t.Errorf("%s: request body missing, or required when optional (or the reverse)", id)
 			} else {
 				mt := rb.Value.Content.Get("application/json")
 				if mt == nil || len(rb.Value.Content) != 1 {
@@ -488,6 +514,13 @@ var wireTypes = map[string]any{
 	"X402Accept":            xpromo.X402Accept{},
 	"PayoutResponse":        xpromo.PayoutResponse{},
 	"Error":                 xpromo.ErrorResponse{},
+	"KeyRotation":           xpromo.KeyRotation{},
+	"Job":                   xpromo.Job{},
+	"AdminActionRequest":    xpromo.AdminActionRequest{},
+	"AdminApp":              xpromo.AdminApp{},
+	"StatusChange":          xpromo.StatusChange{},
+	"AuditEntry":            xpromo.AuditEntry{},
+	"AuditPage":             xpromo.AuditPage{},
 }
 
 func schemaNullable(s *openapi3.Schema) bool {
@@ -622,6 +655,19 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 				PayTo: "0x1111111111111111111111111111111111111111", MaxTimeoutSeconds: 300,
 				Asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Extra: xpromo.X402Extra{Name: "USDC", Version: "2"}}}}},
 		{"PayoutResponse", xpromo.PayoutResponse{TransferID: "tr_1", AmountCents: 5000}},
+		{"RegisterAppRequest", xpromo.RegisterAppRequest{Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "com.example.snip",
+			Domain: "example.com", DownloadURL: "https://example.com/Snip.zip", ContactEmail: "dev@example.com", Category: "developer-tools"}},
+		{"KeyRotation", xpromo.KeyRotation{APIKey: "xp_test_x", PreviousKeyExpiresAt: now}},
+		{"Job", xpromo.Job{JobID: "job_1", Kind: xpromo.JobGate, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now}},
+		{"Job", xpromo.Job{JobID: "job_1", Kind: xpromo.JobScoring, Status: xpromo.JobSucceeded, CreatedAt: now, RunAfter: now, FinishedAt: &now}},
+		{"AdminActionRequest", xpromo.AdminActionRequest{}},
+		{"AdminApp", xpromo.AdminApp{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformWin, BundleID: "a.b", Domain: "example.com",
+			DownloadURL: "https://example.com/s.msix", ContactEmail: "dev@example.com", Status: xpromo.AppStatusPending, EarnMode: "cash", CreatedAt: now}},
+		{"AdminApp", xpromo.AdminApp{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "a.b", Domain: "example.com",
+			DownloadURL: "https://example.com/s.zip", ContactEmail: "dev@example.com", Category: &cursor, Status: xpromo.AppStatusApproved, EarnMode: "credits", CreatedAt: now,
+			StatusHistory: []xpromo.StatusChange{{To: xpromo.AppStatusPending, Reason: "registered", Actor: "system", At: now}}}},
+		{"AuditPage", xpromo.AuditPage{}},
+		{"AuditPage", xpromo.AuditPage{Entries: []xpromo.AuditEntry{{ID: "aud_1", Actor: "admin", Action: "app.approve", Subject: "app_1", Detail: json.RawMessage(`{"to":"approved"}`), At: now}}}},
 		{"Error", xpromo.ErrorResponse{Error: xpromo.ErrorBody{Code: "not_found", Message: "m"}}},
 		{"Error", xpromo.ErrorResponse{Error: xpromo.ErrorBody{Code: "rate_limited", Message: "m", RetryAfter: &now}}},
 	}
@@ -637,6 +683,9 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 		{"RegisterAppRequest", `{"name":"a","platform":"linux","bundle_id":"b","domain":"d","download_url":"https://x/y","contact_email":"a@b.c"}`, "platform enum"},
 		{"RegisterAppRequest", `{"name":"a","platform":"mac","bundle_id":"b","domain":"d","download_url":"https://x/y","contact_email":"a@b.c","extra":1}`, "unknown field"},
 		{"RegisterAppRequest", `{"name":"a","platform":"mac","bundle_id":"b","domain":"d","download_url":"https://x/y"}`, "missing contact_email"},
+		{"RegisterAppRequest", `{"name":"a","platform":"mac","bundle_id":"b","domain":"d","download_url":"https://x/y","contact_email":"a@b.c","category":"Dev Tools"}`, "category not a key"},
+		{"Job", `{"job_id":"j","kind":"email","status":"queued","created_at":"2026-11-21T10:00:00Z","run_after":"2026-11-21T10:00:00Z","finished_at":null}`, "kind enum"},
+		{"AdminActionRequest", `{"reason":"x","note":"y"}`, "unknown field"},
 		{"TopUpRequest", `{"amount_cents":4999}`, "below 5000"},
 		{"CreateCampaignRequest", `{"app_id":"a","categories":["c"],"daily_budget_cents":999}`, "below 1000"},
 		{"CreateCampaignRequest", `{"app_id":"a","categories":[],"daily_budget_cents":1000}`, "no category"},

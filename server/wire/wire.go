@@ -24,9 +24,25 @@ type Config struct {
 	BaseURL string
 	// RedisURL, when set, makes rate limits shared through Redis.
 	RedisURL string
-	Logger   *slog.Logger
-	Now      func() time.Time
-	Registry *prometheus.Registry
+	// ReadLimit and WriteLimit are the requests allowed per minute per API
+	// key (per IP unauthenticated) for reads (GET, HEAD) and writes; 0 means
+	// the defaults, 600 and 60.
+	ReadLimit, WriteLimit int
+	Logger                *slog.Logger
+	Now                   func() time.Time
+	Registry              *prometheus.Registry
+	// X402PayTo is the address x402 top-ups pay to ("" in test mode: the
+	// zero address, since settlement is not enabled yet).
+	X402PayTo string
+	// X402Network is "base" or "base-sepolia"; "" means base-sepolia in
+	// test mode, which accepts only the testnet.
+	X402Network string
+	// X402EURUSD is the EUR→USD quote (a decimal, e.g. "1.08") used to price
+	// top-ups in USDC; "" means 1.
+	X402EURUSD string
+	// CategoriesFile is the operator's categories and floors (JSON, see
+	// docs/marketplace.md); "" uses the catalogue shipped with the server.
+	CategoriesFile string
 }
 
 // New builds the whole HTTP server on store.
@@ -59,6 +75,9 @@ func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 	}
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	if svc.Limiter, svc.ReadPolicy, svc.WritePolicy, err = rateLimiter(cfg); err != nil {
+		return nil, fmt.Errorf("rate limits: %w", err)
 	}
 	srv.MountAPI(svc)
 	return srv, nil

@@ -25,6 +25,15 @@ type config struct {
 	Mode        string
 	LogFormat   string
 	LogLevel    slog.Level
+
+	BaseURL        string // public URL; empty: http://<listen address>
+	RedisURL       string
+	ReadLimit      int // requests per minute; 0: the default
+	WriteLimit     int
+	CategoriesFile string
+	X402PayTo      string
+	X402Network    string
+	X402EURUSD     string
 }
 
 // minLiveAdminToken is the shortest admin token accepted in live mode; a
@@ -46,6 +55,14 @@ var settings = []setting{
 	{flag: "mode", env: "XPROMO_MODE", def: "test", usage: "test (simulated payments, xp_test_ keys) or live", serveOnly: true},
 	{flag: "log-format", env: "XPROMO_LOG_FORMAT", def: "text", usage: "log format: text or json"},
 	{flag: "log-level", env: "XPROMO_LOG_LEVEL", def: "info", usage: "log level: debug, info, warn or error"},
+	{flag: "base-url", env: "XPROMO_BASE_URL", def: "", usage: "public URL of this server, used in links it hands out (checkout pages); empty: http://<listen address>", serveOnly: true},
+	{flag: "redis-url", env: "XPROMO_REDIS_URL", def: "", usage: "Redis URL (redis://host:port/db) to share rate limits across instances; empty: in-memory limits", serveOnly: true},
+	{flag: "rate-read", env: "XPROMO_RATE_READ", def: "600", usage: "reads (GET) allowed per minute per API key, or per IP without a key", serveOnly: true},
+	{flag: "rate-write", env: "XPROMO_RATE_WRITE", def: "60", usage: "writes (POST) allowed per minute per API key, or per IP without a key", serveOnly: true},
+	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
+	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
+	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
+	{flag: "x402-eur-usd", env: "XPROMO_X402_EUR_USD", def: "", usage: "EUR to USD rate used to quote top-ups in USDC (e.g. 1.08); empty: 1", serveOnly: true},
 }
 
 // usageError is a bad command line or configuration: exit status 2.
@@ -140,6 +157,22 @@ func parseConfig(name string, args []string, env func(string) string, out io.Wri
 	}
 	if err := checkAddr(cfg.Addr); err != nil {
 		return cfg, usagef("%s: %v", source["addr"], err)
+	}
+	cfg.BaseURL = strings.TrimSuffix(get("base-url"), "/")
+	if cfg.BaseURL != "" {
+		if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, usagef("%s: %q is not an http(s) URL", source["base-url"], cfg.BaseURL)
+		}
+	}
+	cfg.RedisURL = get("redis-url")
+	cfg.CategoriesFile = get("categories-file")
+	cfg.X402PayTo, cfg.X402Network, cfg.X402EURUSD = get("x402-pay-to"), get("x402-network"), get("x402-eur-usd")
+	for name, dst := range map[string]*int{"rate-read": &cfg.ReadLimit, "rate-write": &cfg.WriteLimit} {
+		n, err := strconv.Atoi(get(name))
+		if err != nil || n < 1 {
+			return cfg, usagef("%s: %q is not a positive number of requests per minute", source[name], get(name))
+		}
+		*dst = n
 	}
 	switch cfg.Mode {
 	case httpapi.ModeTest, httpapi.ModeLive:

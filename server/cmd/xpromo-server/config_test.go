@@ -26,6 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 		Mode:      "test",
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
+		ReadLimit: 600, WriteLimit: 60,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
 }
@@ -50,6 +51,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		Mode:        "live",
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
+		ReadLimit:   600, WriteLimit: 60,
 	}, cfg)
 }
 

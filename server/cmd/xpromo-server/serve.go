@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/wire"
 )
 
 // shutdownTimeout is how long in-flight requests get to finish after a
@@ -38,17 +39,33 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		}
 	}()
 
-	api := httpapi.New(httpapi.Config{
-		Store:    st,
-		Logger:   log,
-		Now:      p.now,
-		Registry: httpapi.NewRegistry(),
-		Mode:     cfg.Mode,
-	})
-
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		log.Error("cannot listen", slog.String("addr", cfg.Addr), slog.String("error", err.Error()))
+		return exitCode(exitFail)
+	}
+	defer ln.Close()
+	baseURL := cfg.BaseURL
+	if baseURL == "" {
+		baseURL = "http://" + ln.Addr().String()
+	}
+	api, err := wire.New(wire.Config{
+		Mode:           cfg.Mode,
+		AdminToken:     cfg.AdminToken,
+		BaseURL:        baseURL,
+		RedisURL:       cfg.RedisURL,
+		ReadLimit:      cfg.ReadLimit,
+		WriteLimit:     cfg.WriteLimit,
+		Logger:         log,
+		Now:            p.now,
+		Registry:       httpapi.NewRegistry(),
+		X402PayTo:      cfg.X402PayTo,
+		X402Network:    cfg.X402Network,
+		X402EURUSD:     cfg.X402EURUSD,
+		CategoriesFile: cfg.CategoriesFile,
+	}, st)
+	if err != nil {
+		log.Error("cannot start", slog.String("error", err.Error()))
 		return exitCode(exitFail)
 	}
 	srv := &http.Server{
@@ -70,6 +87,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		slog.String("database", st.location),
 		slog.String("mode", cfg.Mode),
 		slog.String("admin_api", adminAPI),
+		slog.String("base_url", baseURL),
 	)
 
 	serveErr := make(chan error, 1)

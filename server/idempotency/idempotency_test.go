@@ -1,0 +1,319 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+)
+
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func service(s storage.Store, c *clock) *idempotency.Service {
+	return &idempotency.Service{Update: storage.Updater[idempotency.Tx](s), Now: c.Now}
+}
+
+var (
+	ctx = context.Background()
+	fpA = idempotency.Fingerprint("POST", "/v1/apps", []byte(`{"name":"a"}`))
+	fpB = idempotency.Fingerprint("POST", "/v1/apps", []byte(`{"name":"b"}`))
+)
+
+func begin(t *testing.T, svc *idempotency.Service, scope, key string, fp []byte) (*idempotency.Claim, *idempotency.Response, error) {
+	t.Helper()
+	return svc.Begin(ctx, scope, key, fp)
+}
+
+// mustClaim begins and expects a fresh claim.
+func mustClaim(t *testing.T, svc *idempotency.Service, scope, key string, fp []byte) *idempotency.Claim {
+	t.Helper()
+	c, replay, err := begin(t, svc, scope, key, fp)
+	if err != nil || c == nil || replay != nil {
+		t.Fatalf("Begin(%s, %s) = %v, %v, %v; want a claim", scope, key, c, replay, err)
+	}
+	return c
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if !apperr.Is(err, code) {
+		t.Fatalf("err = %v, want %s", err, code)
+	}
+}
+
+func TestClaimFinishReplay(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := newClock()
+		svc := service(s, c)
+		claim := mustClaim(t, svc, "app:a", "k1", fpA)
+
+		// While the first request runs, the same key is in use; a different
+		// request under it is a misuse whatever the state.
+		_, _, err := begin(t, svc, "app:a", "k1", fpA)
+		wantCode(t, err, apperr.IdempotencyKeyInUse)
+		_, _, err = begin(t, svc, "app:a", "k1", fpB)
+		wantCode(t, err, apperr.IdempotencyKeyReused)
+
+		resp := idempotency.Response{
+			Status: 201, ContentType: "application/json",
+			Headers: http.Header{"Location": {"/v1/apps/app_1"}},
+			Body:    []byte(`{"app_id":"app_1","api_key":"xp_test_x"}` + "\n"),
+		}
+		if ok, err := svc.Finish(ctx, claim, resp); err != nil || !ok {
+			t.Fatalf("Finish = %v, %v", ok, err)
+		}
+		c.Advance(time.Hour)
+		again, replay, err := begin(t, svc, "app:a", "k1", fpA)
+		if err != nil || again != nil || replay == nil {
+			t.Fatalf("retry: %v, %v, %v; want a replay", again, replay, err)
+		}
+		if replay.Status != resp.Status || replay.ContentType != resp.ContentType ||
+			!bytes.Equal(replay.Body, resp.Body) || replay.Headers.Get("Location") != "/v1/apps/app_1" {
+			t.Fatalf("replay = %+v, want %+v", replay, resp)
+		}
+		_, _, err = begin(t, svc, "app:a", "k1", fpB)
+		wantCode(t, err, apperr.IdempotencyKeyReused)
+
+		// Keys are per scope: another caller's identical key is its own.
+		mustClaim(t, svc, "app:b", "k1", fpA)
+		mustClaim(t, svc, "ip:192.0.2.1", "k1", fpA)
+	})
+}
+
+// The table holds neither the Idempotency-Key nor the response in clear: a
+// registration's replay carries its api_key, which must not sit readable in
+// the database (or its backups).
+func TestStoredSealed(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc := service(s, newClock())
+		claim := mustClaim(t, svc, "ip:192.0.2.1", "secret-key", fpA)
+		body := []byte(`{"api_key":"xp_test_0123456789"}`)
+		if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 201, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			if _, found, err := tx.LockIdempotencyKey(ctx, "ip:192.0.2.1", "secret-key"); found || err != nil {
+				t.Errorf("stored under the key itself: %v, %v", found, err)
+			}
+			r, found, err := tx.LockIdempotencyKey(ctx, "ip:192.0.2.1", idempotency.StoredKey("secret-key"))
+			if !found || err != nil {
+				t.Fatalf("not stored under StoredKey: %v, %v", found, err)
+			}
+			if bytes.Contains(r.Body, []byte("xp_test_")) || r.Status != 201 || r.State != idempotency.Done {
+				t.Errorf("stored row %+v holds the body in clear", r)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Only the holder of the key opens it.
+		if _, replay, err := begin(t, svc, "ip:192.0.2.1", "secret-key", fpA); err != nil || !bytes.Equal(replay.Body, body) {
+			t.Fatalf("replay = %+v, %v", replay, err)
+		}
+	})
+}
+
+func TestEmptyBodyIsStored(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc := service(s, newClock())
+		claim := mustClaim(t, svc, "app:a", "k", fpA)
+		if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 204}); err != nil {
+			t.Fatal(err)
+		}
+		_, replay, err := begin(t, svc, "app:a", "k", fpA)
+		if err != nil || replay == nil || replay.Status != 204 || len(replay.Body) != 0 || replay.Headers != nil {
+			t.Fatalf("replay = %+v, %v", replay, err)
+		}
+	})
+}
+
+func TestReleaseLetsTheRequestRunAgain(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc := service(s, newClock())
+		claim := mustClaim(t, svc, "app:a", "k", fpA)
+		if err := svc.Release(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		// Released means forgotten: even another body may use the key now.
+		second := mustClaim(t, svc, "app:a", "k", fpB)
+		// Releasing the old claim again does not touch the new one.
+		if err := svc.Release(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := begin(t, svc, "app:a", "k", fpB)
+		wantCode(t, err, apperr.IdempotencyKeyInUse)
+		if ok, err := svc.Finish(ctx, second, idempotency.Response{Status: 200}); !ok || err != nil {
+			t.Fatalf("Finish = %v, %v", ok, err)
+		}
+	})
+}
+
+// A claim whose request crashed is abandoned once its lease (60 s) lapses:
+// a retry takes the key over, and the old claim can no longer finish.
+func TestAbandonedClaimIsTakenOver(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := newClock()
+		svc := service(s, c)
+		old := mustClaim(t, svc, "app:a", "k", fpA)
+		c.Advance(idempotency.DefaultLease - time.Millisecond)
+		_, _, err := begin(t, svc, "app:a", "k", fpA)
+		wantCode(t, err, apperr.IdempotencyKeyInUse)
+		c.Advance(time.Millisecond)
+		_, _, err = begin(t, svc, "app:a", "k", fpB)
+		wantCode(t, err, apperr.IdempotencyKeyReused)
+		taken := mustClaim(t, svc, "app:a", "k", fpA)
+		if taken.ID == old.ID {
+			t.Fatal("the new claim has the old claim's id")
+		}
+		if ok, err := svc.Finish(ctx, old, idempotency.Response{Status: 201, Body: []byte("old")}); ok || err != nil {
+			t.Fatalf("Finish(old claim) = %v, %v; want false", ok, err)
+		}
+		if ok, err := svc.Finish(ctx, taken, idempotency.Response{Status: 201, Body: []byte("new")}); !ok || err != nil {
+			t.Fatalf("Finish(new claim) = %v, %v", ok, err)
+		}
+		_, replay, err := begin(t, svc, "app:a", "k", fpA)
+		if err != nil || replay == nil || string(replay.Body) != "new" {
+			t.Fatalf("replay = %+v, %v; want the new claim's response", replay, err)
+		}
+	})
+}
+
+// After 24 hours a key is forgotten: the request runs again, and the key may
+// even carry another request.
+func TestExpiry(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := newClock()
+		svc := service(s, c)
+		claim := mustClaim(t, svc, "app:a", "k", fpA)
+		if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 201, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(idempotency.DefaultTTL - time.Millisecond)
+		if _, replay, err := begin(t, svc, "app:a", "k", fpA); err != nil || replay == nil {
+			t.Fatalf("just before expiry: %v, %v; want a replay", replay, err)
+		}
+		c.Advance(time.Millisecond)
+		mustClaim(t, svc, "app:a", "k", fpB)
+	})
+}
+
+func TestPurge(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := newClock()
+		svc := service(s, c)
+		for _, k := range []string{"a", "b", "c"} {
+			claim := mustClaim(t, svc, "app:a", k, fpA)
+			if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 200}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Advance(time.Hour)
+		d := mustClaim(t, svc, "app:a", "d", fpA) // expires an hour later than the others
+		if _, err := svc.Finish(ctx, d, idempotency.Response{Status: 201}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := svc.Purge(ctx); n != 0 || err != nil {
+			t.Fatalf("Purge before expiry = %d, %v", n, err)
+		}
+		c.Advance(idempotency.DefaultTTL - time.Hour)
+		if n, err := svc.Purge(ctx); n != 3 || err != nil {
+			t.Fatalf("Purge = %d, %v; want 3", n, err)
+		}
+		// "d" is still kept.
+		if _, replay, err := begin(t, svc, "app:a", "d", fpA); err != nil || replay == nil || replay.Status != 201 {
+			t.Fatalf("d after the purge: %+v, %v; want its replay", replay, err)
+		}
+		c.Advance(time.Hour)
+		if n, err := svc.Purge(ctx); n != 1 || err != nil {
+			t.Fatalf("second Purge = %d, %v; want 1", n, err)
+		}
+	})
+}
+
+// Concurrent requests with one key: exactly one claims it, the others are
+// told it is in use.
+func TestConcurrentBegin(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc := service(s, newClock())
+		var claims, inUse atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for range 20 {
+			wg.Go(func() {
+				c, _, err := svc.Begin(ctx, "app:a", "same", fpA)
+				switch {
+				case err == nil && c != nil:
+					claims.Add(1)
+				case apperr.Is(err, apperr.IdempotencyKeyInUse):
+					inUse.Add(1)
+				default:
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if claims.Load() != 1 || inUse.Load() != 19 {
+			t.Fatalf("%d claims and %d in use, want 1 and 19", claims.Load(), inUse.Load())
+		}
+	})
+}
+
+func TestParseKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"8e03978e-40d5-43e8-bc93-6894a57f9324":   "8e03978e-40d5-43e8-bc93-6894a57f9324",
+		`"8e03978e-40d5-43e8-bc93-6894a57f9324"`: "8e03978e-40d5-43e8-bc93-6894a57f9324",
+		`"a \"quoted\" \\ key"`:                  `a "quoted" \ key`,
+		"x":                                      "x",
+		strings.Repeat("k", 255):                 strings.Repeat("k", 255),
+		"with space":                             "with space",
+		`"`:                                      `"`,
+	} {
+		got, err := idempotency.ParseKey(in)
+		if err != nil || got != want {
+			t.Errorf("ParseKey(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", `""`, strings.Repeat("k", 256), "tab\there", "é", "nul\x00", "del\x7f", `"bad"quote"`, `"trailing\"`} {
+		_, err := idempotency.ParseKey(in)
+		wantCode(t, err, apperr.InvalidIdempotencyKey)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	base := idempotency.Fingerprint("POST", "/v1/campaigns", []byte(`{}`))
+	if !bytes.Equal(base, idempotency.Fingerprint("POST", "/v1/campaigns", []byte(`{}`))) {
+		t.Fatal("not deterministic")
+	}
+	for _, other := range [][]byte{
+		idempotency.Fingerprint("PUT", "/v1/campaigns", []byte(`{}`)),
+		idempotency.Fingerprint("POST", "/v1/campaigns/c_1/pause", []byte(`{}`)),
+		idempotency.Fingerprint("POST", "/v1/campaigns", []byte(`{ }`)),
+		idempotency.Fingerprint("POST", "/v1/campaigns{", []byte(`}`)), // bytes moved across fields
+	} {
+		if bytes.Equal(base, other) {
+			t.Fatal("different requests share a fingerprint")
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package market
+
+import (
+	"context"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ids"
+)
+
+// Campaign is a stored campaign.
+type Campaign struct {
+	ID               string
+	AppID            string
+	Categories       []string
+	DailyBudgetCents int64
+	MaxBidCents      *int64 // nil: a floor buyer
+	// Paused is the advertiser's switch; Status is the state last computed
+	// for the campaign (Status() says how).
+	Paused    bool
+	Status    xpromo.CampaignStatus
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// FloorCents is the campaign's floor: the highest current floor of its
+	// categories on its app's platform. It is computed when the campaign is
+	// read, not stored, so it follows floor cuts (and so never rises).
+	FloorCents int64
+}
+
+// Wire returns the API's representation of the campaign.
+func (c Campaign) Wire() xpromo.Campaign {
+	return xpromo.Campaign{
+		CampaignID:       c.ID,
+		DailyBudgetCents: c.DailyBudgetCents,
+		Status:           c.Status,
+		FloorCents:       c.FloorCents,
+		MaxBidCents:      c.MaxBidCents,
+	}
+}
+
+// MaxAmountCents bounds daily budgets and bids (EUR 100 million): larger
+// values are refused as invalid_amount rather than risking overflow in the
+// budget arithmetic of delivery.
+const MaxAmountCents = 10_000_000_000
+
+// CreateCampaignRequest is a validated-by-CreateCampaign request.
+type CreateCampaignRequest struct {
+	AppID            string
+	Categories       []string
+	DailyBudgetCents int64
+	MaxBidCents      *int64
+}
+
+func fieldErr(code, field, format string, args ...any) *apperr.Error {
+	e := apperr.New(code, format, args...)
+	e.Field = field
+	return e
+}
+
+// CreateCampaign creates a campaign for caller's own app, in status
+// throttled. Another app's id answers not_found, exactly as a missing one.
+func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateCampaignRequest) (Campaign, error) {
+	if req.AppID == "" {
+		return Campaign{}, fieldErr(apperr.MissingField, "app_id", "app_id is required")
+	}
+	if req.AppID != caller {
+		return Campaign{}, apperr.New(apperr.NotFound, "no app %q", req.AppID)
+	}
+	if len(req.Categories) == 0 {
+		return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "categories must list at least one category key of the rate card")
+	}
+	seen := map[string]bool{}
+	for _, k := range req.Categories {
+		if seen[k] {
+			return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "category %q is listed twice", k)
+		}
+		seen[k] = true
+		if _, ok := s.category(k); !ok {
+			return Campaign{}, fieldErr(apperr.UnknownCategory, "categories", "category %q is not in the rate card (GET /v1/rate-card lists the keys)", k)
+		}
+	}
+	if req.DailyBudgetCents < xpromo.MinDailyBudgetCents {
+		return Campaign{}, fieldErr(apperr.BelowMinimum, "daily_budget_cents", "daily_budget_cents must be at least %d, got %d", xpromo.MinDailyBudgetCents, req.DailyBudgetCents)
+	}
+	if req.DailyBudgetCents > MaxAmountCents {
+		return Campaign{}, fieldErr(apperr.InvalidAmount, "daily_budget_cents", "daily_budget_cents must be at most %d", int64(MaxAmountCents))
+	}
+	if req.MaxBidCents != nil && *req.MaxBidCents > MaxAmountCents {
+		return Campaign{}, fieldErr(apperr.InvalidAmount, "max_bid_cents", "max_bid_cents must be at most %d", int64(MaxAmountCents))
+	}
+	now := s.Now().UTC()
+	var out Campaign
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		platform, _, found, err := tx.AppPlatformAndStatus(ctx, req.AppID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return apperr.New(apperr.NotFound, "no app %q", req.AppID)
+		}
+		floor, err := campaignFloor(ctx, tx, req.Categories, platform)
+		if err != nil {
+			return err
+		}
+		if req.MaxBidCents != nil && *req.MaxBidCents < floor {
+			return fieldErr(apperr.BidBelowFloor, "max_bid_cents", "max_bid_cents %d is below the campaign's floor of %d cents (the highest %s floor of its categories)", *req.MaxBidCents, floor, platform)
+		}
+		out = Campaign{
+			ID:               ids.New("cmp"),
+			AppID:            req.AppID,
+			Categories:       append([]string(nil), req.Categories...),
+			DailyBudgetCents: req.DailyBudgetCents,
+			MaxBidCents:      req.MaxBidCents,
+			Status:           xpromo.CampaignStatusThrottled,
+			CreatedAt:        now,
+			UpdatedAt:        now,
+			FloorCents:       floor,
+		}
+		return tx.InsertCampaign(ctx, out)
+	})
+	return out, err
+}
+
+// PauseCampaign pauses caller's campaign; pausing a paused campaign changes
+// nothing.
+func (s *Service) PauseCampaign(ctx context.Context, caller, id string) (Campaign, error) {
+	return s.setPaused(ctx, caller, id, true)
+}
+
+// ResumeCampaign unpauses caller's campaign; its status becomes whichever of
+// active and throttled applies now (Status).
+func (s *Service) ResumeCampaign(ctx context.Context, caller, id string) (Campaign, error) {
+	return s.setPaused(ctx, caller, id, false)
+}
+
+func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool) (Campaign, error) {
+	now := s.Now().UTC()
+	var out Campaign
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		c, found, err := tx.CampaignByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !found || c.AppID != caller {
+			return apperr.New(apperr.NotFound, "no campaign %q", id)
+		}
+		wasPaused := c.Paused
+		c.Paused = paused
+		status, err := Status(ctx, tx, c)
+		if err != nil {
+			return err
+		}
+		if c.Status != status || wasPaused != paused {
+			if err := tx.SetCampaignStatus(ctx, c.ID, paused, status, now); err != nil {
+				return err
+			}
+			c.Status, c.UpdatedAt = status, now
+		}
+		out, err = withFloor(ctx, tx, c)
+		return err
+	})
+	return out, err
+}
+
+// Status is the status campaign c is in given the present state of its app
+// and wallet (decisions §6): `paused` while the advertiser has paused it;
+// otherwise `active` when its app is `live` and its wallet covers the
+// campaign's floor (at least one install at the lowest price it can be
+// charged), and `throttled` in every other case. Creation, resume, and the
+// delivery that later moves campaigns between throttled and active all use
+// this one rule.
+func Status(ctx context.Context, tx Tx, c Campaign) (xpromo.CampaignStatus, error) {
+	if c.Paused {
+		return xpromo.CampaignStatusPaused, nil
+	}
+	platform, appStatus, found, err := tx.AppPlatformAndStatus(ctx, c.AppID)
+	if err != nil || !found || appStatus != xpromo.AppStatusLive {
+		return xpromo.CampaignStatusThrottled, err
+	}
+	floor, err := campaignFloor(ctx, tx, c.Categories, platform)
+	if err != nil {
+		return "", err
+	}
+	balance, err := tx.AdvertiserBalance(ctx, c.AppID)
+	if err != nil {
+		return "", err
+	}
+	if balance >= floor {
+		return xpromo.CampaignStatusActive, nil
+	}
+	return xpromo.CampaignStatusThrottled, nil
+}
+
+// withFloor fills c.FloorCents from the current floors.
+func withFloor(ctx context.Context, tx Tx, c Campaign) (Campaign, error) {
+	platform, _, _, err := tx.AppPlatformAndStatus(ctx, c.AppID)
+	if err != nil {
+		return c, err
+	}
+	c.FloorCents, err = campaignFloor(ctx, tx, c.Categories, platform)
+	return c, err
+}
+
+// campaignFloor is the highest current floor among categories on platform.
+func campaignFloor(ctx context.Context, tx Tx, categories []string, platform xpromo.Platform) (int64, error) {
+	current, err := floorIndex(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	var floor int64
+	for _, k := range categories {
+		floor = max(floor, current[k][platform].FloorCents)
+	}
+	return floor, nil
+}

@@ -1,0 +1,138 @@
+package market
+
+import (
+	"context"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apperr"
+)
+
+// periodDays is the length of each reporting period.
+var periodDays = map[xpromo.Period]int{
+	xpromo.PeriodLast7Days:  7,
+	xpromo.PeriodLast30Days: 30,
+	xpromo.PeriodLast90Days: 90,
+}
+
+// NetworkPeriod is the window GET /network-stats covers.
+const NetworkPeriod = xpromo.PeriodLast30Days
+
+// Stats describes an app as an advertiser over period (the window ending
+// now): the installs its campaigns bought, counted from the escrow holds
+// opened for it.
+//
+//   - installs: holds opened for the app in the period;
+//   - cleared: those of them charged (the install reached activated_48h);
+//   - retention_48h: cleared / those of them resolved (charged or
+//     released), 0 while none is resolved;
+//   - floor_cents: the highest floor among the app's campaigns (0 without);
+//   - avg_clearing_price_cents: the average charged amount, rounded half up,
+//     and floor_cents when nothing cleared;
+//   - impressions, clicks and fraud_rejected count SDK events and rejected
+//     chains, which do not exist yet: they are 0 and {} until attribution
+//     records them, never estimated.
+//
+// period "" means the default (last_30_days); anything else not in the enum
+// is invalid_period.
+func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period) (xpromo.Stats, error) {
+	if period == "" {
+		period = xpromo.DefaultPeriod
+	}
+	days, ok := periodDays[period]
+	if !ok {
+		e := apperr.New(apperr.InvalidPeriod, "period must be one of last_7_days, last_30_days, last_90_days, not %q", period)
+		e.Field = "period"
+		return xpromo.Stats{}, e
+	}
+	now := s.Now().UTC()
+	from := now.AddDate(0, 0, -days)
+	var out xpromo.Stats
+	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
+		hs, err := tx.AdvertiserHoldStats(ctx, appID, from, now)
+		if err != nil {
+			return err
+		}
+		platform, _, found, err := tx.AppPlatformAndStatus(ctx, appID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return apperr.New(apperr.NotFound, "no app %q", appID)
+		}
+		campaigns, err := tx.AppCampaigns(ctx, appID)
+		if err != nil {
+			return err
+		}
+		current, err := floorIndex(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var floor int64
+		for _, c := range campaigns {
+			for _, k := range c.Categories {
+				floor = max(floor, current[k][platform].FloorCents)
+			}
+		}
+		out = xpromo.Stats{
+			Installs:              hs.Opened,
+			Cleared:               hs.Charged,
+			Retention48h:          ratio(hs.Charged, hs.Resolved),
+			FraudRejected:         map[string]int64{},
+			FloorCents:            floor,
+			AvgClearingPriceCents: floor,
+		}
+		if hs.Charged > 0 {
+			out.AvgClearingPriceCents = (2*hs.ChargedAmount + hs.Charged) / (2 * hs.Charged)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func ratio(n, d int64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+type networkSnapshot struct {
+	stats xpromo.NetworkStats
+	at    time.Time
+}
+
+// NetworkStats returns the network's figures over the last 30 days:
+// clearing_rate = holds charged / holds resolved (charged or released) among
+// the holds opened in the window, 0 while none is resolved. fraud_pct and
+// avg_cpi_by_category need rejected chains and the categories chains carry,
+// which attribution has not recorded yet: they are 0 and {} until then, never
+// estimated. The figures are recomputed at most every NetworkStatsEvery.
+func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error) {
+	if snap := s.network.Load(); snap != nil && !stale(s.Now(), snap.at, s.NetworkStatsEvery, DefaultNetworkStatsEvery) {
+		return snap.stats, nil
+	}
+	s.netMu.Lock()
+	defer s.netMu.Unlock()
+	now := s.Now()
+	if snap := s.network.Load(); snap != nil && !stale(now, snap.at, s.NetworkStatsEvery, DefaultNetworkStatsEvery) {
+		return snap.stats, nil // computed while we waited
+	}
+	var hs HoldStats
+	to := now.UTC()
+	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		hs, err = tx.NetworkHoldStats(ctx, to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
+		return err
+	})
+	if err != nil {
+		return xpromo.NetworkStats{}, err
+	}
+	stats := xpromo.NetworkStats{
+		Period:           string(NetworkPeriod),
+		ClearingRate:     ratio(hs.Charged, hs.Resolved),
+		AvgCPIByCategory: map[string]int64{},
+	}
+	s.network.Store(&networkSnapshot{stats: stats, at: now})
+	return stats, nil
+}

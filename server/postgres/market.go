@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
+)
+
+// The market domain's Tx methods (server/market).
+
+func init() {
+	// Two concurrent changes of one (category, platform) floor write the same
+	// version; the loser runs again and sees the winner's floor.
+	conflictConstraints["category_floors_pkey"] = true
+}
+
+func (t *tx) CurrentFloors(ctx context.Context) ([]market.Floor, error) {
+	out, err := t.floors(ctx, `SELECT DISTINCT ON (category, platform) category, platform, floor_cents, version, reason, at
+FROM category_floors ORDER BY category, platform, version DESC`)
+	return out, wrap(err, "reading floors")
+}
+
+func (t *tx) FloorHistory(ctx context.Context, category string) ([]market.Floor, error) {
+	out, err := t.floors(ctx, `SELECT category, platform, floor_cents, version, reason, at
+FROM category_floors WHERE category = $1 ORDER BY platform, version`, category)
+	return out, wrap(err, "reading floor history")
+}
+
+func (t *tx) floors(ctx context.Context, query string, args ...any) ([]market.Floor, error) {
+	var out []market.Floor
+	err := t.query(ctx, query, args, func(rows pgx.Rows) error {
+		var f market.Floor
+		var platform string
+		if err := rows.Scan(&f.Category, &platform, &f.FloorCents, &f.Version, &f.Reason, &f.At); err != nil {
+			return err
+		}
+		f.Platform, f.At = xpromo.Platform(platform), f.At.UTC()
+		out = append(out, f)
+		return nil
+	})
+	return out, err
+}
+
+func (t *tx) AppendFloor(ctx context.Context, f market.Floor) error {
+	_, err := t.exec(ctx, `INSERT INTO category_floors (category, platform, version, floor_cents, reason, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		f.Category, string(f.Platform), f.Version, f.FloorCents, f.Reason, f.At)
+	return wrap(err, "appending a floor")
+}
+
+func (t *tx) InsertCampaign(ctx context.Context, c market.Campaign) error {
+	cats, err := json.Marshal(c.Categories)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO campaigns (id, app_id, categories, daily_budget_cents, max_bid_cents, paused, status, created_at, updated_at)
+VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9)`,
+		c.ID, c.AppID, string(cats), c.DailyBudgetCents, c.MaxBidCents, c.Paused, string(c.Status), c.CreatedAt, c.UpdatedAt)
+	return wrap(err, "inserting a campaign")
+}
+
+const selectCampaigns = `SELECT id, app_id, categories::text, daily_budget_cents, max_bid_cents, paused, status, created_at, updated_at FROM campaigns`
+
+func scanCampaign(row pgx.Row) (market.Campaign, error) {
+	var c market.Campaign
+	var cats, status string
+	if err := row.Scan(&c.ID, &c.AppID, &cats, &c.DailyBudgetCents, &c.MaxBidCents, &c.Paused, &status, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal([]byte(cats), &c.Categories); err != nil {
+		return c, fmt.Errorf("postgres: campaign %s: categories: %w", c.ID, err)
+	}
+	c.Status, c.CreatedAt, c.UpdatedAt = xpromo.CampaignStatus(status), c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return c, nil
+}
+
+func (t *tx) CampaignByID(ctx context.Context, id string) (market.Campaign, bool, error) {
+	var c market.Campaign
+	found := false
+	err := t.query(ctx, selectCampaigns+` WHERE id = $1`, []any{id}, func(rows pgx.Rows) error {
+		var err error
+		c, err = scanCampaign(rows)
+		found = err == nil
+		return err
+	})
+	return c, found, wrap(err, "reading a campaign")
+}
+
+func (t *tx) SetCampaignStatus(ctx context.Context, id string, paused bool, status xpromo.CampaignStatus, at time.Time) error {
+	_, err := t.exec(ctx, `UPDATE campaigns SET paused = $2, status = $3, updated_at = $4 WHERE id = $1`, id, paused, string(status), at)
+	return wrap(err, "updating a campaign")
+}
+
+func (t *tx) AppCampaigns(ctx context.Context, appID string) ([]market.Campaign, error) {
+	var out []market.Campaign
+	err := t.query(ctx, selectCampaigns+` WHERE app_id = $1 ORDER BY created_at, id`, []any{appID}, func(rows pgx.Rows) error {
+		c, err := scanCampaign(rows)
+		out = append(out, c)
+		return err
+	})
+	return out, wrap(err, "reading campaigns")
+}
+
+func (t *tx) AppPlatformAndStatus(ctx context.Context, appID string) (xpromo.Platform, xpromo.AppStatus, bool, error) {
+	var platform, status string
+	err := t.queryRow(ctx, `SELECT platform, status FROM apps WHERE id = $1`, []any{appID}, &platform, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, wrap(err, "reading an app")
+	}
+	return xpromo.Platform(platform), xpromo.AppStatus(status), true, nil
+}
+
+func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error) {
+	var balance int64
+	err := t.queryRow(ctx, `SELECT balance FROM ledger_accounts WHERE id = $1`, []any{ledger.Wallet(appID)}, &balance)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return balance, wrap(err, "reading a wallet balance")
+}
+
+// holdStats aggregates holds with their resolution (if any).
+const holdStats = `SELECT count(*), count(r.hold_id),
+  count(*) FILTER (WHERE r.resolution = 'charge'),
+  coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)::bigint
+FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
+WHERE h.created_at BETWEEN $1 AND $2`
+
+func (t *tx) holdStats(ctx context.Context, query string, args ...any) (market.HoldStats, error) {
+	var s market.HoldStats
+	err := t.queryRow(ctx, query, args, &s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount)
+	return s, wrap(err, "aggregating holds")
+}
+
+func (t *tx) AdvertiserHoldStats(ctx context.Context, appID string, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStats+` AND h.advertiser_app_id = $3`, from, to, appID)
+}
+
+func (t *tx) NetworkHoldStats(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStats, from, to)
+}

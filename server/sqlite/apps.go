@@ -1,0 +1,179 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// apps.Tx on SQLite. GetApp's lock needs no row lock: a write transaction
+// holds the database's only write lock from BEGIN IMMEDIATE.
+
+var _ apps.Tx = (*tx)(nil)
+
+func nullMicros(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return micros(*t)
+}
+
+func fromNullMicros(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+func (t *tx) InsertApp(ctx context.Context, a apps.App) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO apps (id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.Name, string(a.Platform), a.BundleID, a.Domain, a.DownloadURL, a.ContactEmail, a.Category,
+		string(a.Status), string(a.EarnMode), micros(a.CreatedAt), micros(a.UpdatedAt))
+	return wrap(err)
+}
+
+func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error) {
+	var a apps.App
+	var platform, status, mode string
+	var created, updated int64
+	err := t.tx.QueryRowContext(ctx, `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at
+FROM apps WHERE id = ?`, id).Scan(&a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail, &a.Category, &status, &mode, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apps.App{}, false, nil
+	}
+	if err != nil {
+		return apps.App{}, false, wrap(err)
+	}
+	a.Platform, a.Status, a.EarnMode = xpromo.Platform(platform), xpromo.AppStatus(status), ledger.EarnMode(mode)
+	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return a, true, nil
+}
+
+func (t *tx) SetAppStatus(ctx context.Context, id string, status xpromo.AppStatus, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE apps SET status = ?, updated_at = ? WHERE id = ?`, string(status), micros(at), id)
+	return wrap(err)
+}
+
+func (t *tx) InsertAppStatusChange(ctx context.Context, c apps.StatusChange) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO app_status_history (app_id, from_status, to_status, reason, actor, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		c.AppID, null(string(c.From)), string(c.To), c.Reason, c.Actor, micros(c.At))
+	return wrap(err)
+}
+
+func (t *tx) AppStatusHistory(ctx context.Context, appID string) ([]apps.StatusChange, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT app_id, coalesce(from_status, ''), to_status, reason, actor, at FROM app_status_history WHERE app_id = ? ORDER BY seq`, appID)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []apps.StatusChange
+	for rows.Next() {
+		var c apps.StatusChange
+		var from, to string
+		var at int64
+		if err := rows.Scan(&c.AppID, &from, &to, &c.Reason, &c.Actor, &at); err != nil {
+			return nil, wrap(err)
+		}
+		c.From, c.To, c.At = xpromo.AppStatus(from), xpromo.AppStatus(to), fromMicros(at)
+		out = append(out, c)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) InsertAPIKey(ctx context.Context, k apps.APIKey) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO api_keys (key_hash, app_id, prefix, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		k.Hash, k.AppID, k.Prefix, micros(k.CreatedAt), nullMicros(k.ExpiresAt))
+	return wrap(err)
+}
+
+func (t *tx) APIKeyByHash(ctx context.Context, hash string) (apps.APIKey, bool, error) {
+	k := apps.APIKey{Hash: hash}
+	var created int64
+	var expires sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, `SELECT app_id, prefix, created_at, expires_at FROM api_keys WHERE key_hash = ?`, hash).
+		Scan(&k.AppID, &k.Prefix, &created, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apps.APIKey{}, false, nil
+	}
+	if err != nil {
+		return apps.APIKey{}, false, wrap(err)
+	}
+	k.CreatedAt, k.ExpiresAt = fromMicros(created), fromNullMicros(expires)
+	return k, true, nil
+}
+
+func (t *tx) ExpireAppAPIKeys(ctx context.Context, appID string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE api_keys SET expires_at = ? WHERE app_id = ? AND (expires_at IS NULL OR expires_at > ?)`,
+		micros(at), appID, micros(at))
+	return wrap(err)
+}
+
+func (t *tx) InsertJob(ctx context.Context, j apps.Job) error {
+	var result any
+	if j.Result != nil {
+		result = string(j.Result)
+	}
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO jobs (id, app_id, kind, status, result, created_at, run_after, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.ID, j.AppID, string(j.Kind), string(j.Status), result, micros(j.CreatedAt), micros(j.RunAfter), nullMicros(j.FinishedAt))
+	return wrap(err)
+}
+
+func (t *tx) AppJobs(ctx context.Context, appID string) ([]apps.Job, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, app_id, kind, status, result, created_at, run_after, finished_at FROM jobs WHERE app_id = ? ORDER BY created_at, id`, appID)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []apps.Job
+	for rows.Next() {
+		var j apps.Job
+		var kind, status string
+		var result sql.NullString
+		var created, runAfter int64
+		var finished sql.NullInt64
+		if err := rows.Scan(&j.ID, &j.AppID, &kind, &status, &result, &created, &runAfter, &finished); err != nil {
+			return nil, wrap(err)
+		}
+		j.Kind, j.Status = xpromo.JobKind(kind), xpromo.JobStatus(status)
+		if result.Valid {
+			j.Result = json.RawMessage(result.String)
+		}
+		j.CreatedAt, j.RunAfter, j.FinishedAt = fromMicros(created), fromMicros(runAfter), fromNullMicros(finished)
+		out = append(out, j)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) InsertAdminAudit(ctx context.Context, e apps.AuditEntry) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO admin_audit (id, actor, action, subject, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		e.ID, e.Actor, e.Action, e.Subject, string(e.Detail), micros(e.At))
+	return wrap(err)
+}
+
+func (t *tx) AdminAudit(ctx context.Context, limit int) ([]apps.AuditEntry, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, actor, action, subject, detail, at FROM admin_audit ORDER BY seq DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []apps.AuditEntry
+	for rows.Next() {
+		var e apps.AuditEntry
+		var detail string
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Actor, &e.Action, &e.Subject, &detail, &at); err != nil {
+			return nil, wrap(err)
+		}
+		e.Detail, e.At = json.RawMessage(detail), fromMicros(at)
+		out = append(out, e)
+	}
+	return out, wrap(rows.Err())
+}

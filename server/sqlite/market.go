@@ -1,0 +1,159 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
+)
+
+// The market domain's Tx methods (server/market).
+
+func (t *tx) CurrentFloors(ctx context.Context) ([]market.Floor, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT category, platform, floor_cents, version, reason, at FROM category_floors f
+WHERE version = (SELECT max(version) FROM category_floors g WHERE g.category = f.category AND g.platform = f.platform)
+ORDER BY category, platform`)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return scanFloors(rows)
+}
+
+func scanFloors(rows *sql.Rows) ([]market.Floor, error) {
+	defer rows.Close()
+	var out []market.Floor
+	for rows.Next() {
+		var f market.Floor
+		var at int64
+		if err := rows.Scan(&f.Category, &f.Platform, &f.FloorCents, &f.Version, &f.Reason, &at); err != nil {
+			return nil, wrap(err)
+		}
+		f.At = fromMicros(at)
+		out = append(out, f)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) FloorHistory(ctx context.Context, category string) ([]market.Floor, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT category, platform, floor_cents, version, reason, at FROM category_floors
+WHERE category = ? ORDER BY platform, version`, category)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return scanFloors(rows)
+}
+
+func (t *tx) AppendFloor(ctx context.Context, f market.Floor) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO category_floors (category, platform, version, floor_cents, reason, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		f.Category, string(f.Platform), f.Version, f.FloorCents, f.Reason, micros(f.At))
+	return wrap(err)
+}
+
+func (t *tx) InsertCampaign(ctx context.Context, c market.Campaign) error {
+	cats, err := json.Marshal(c.Categories)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `INSERT INTO campaigns (id, app_id, categories, daily_budget_cents, max_bid_cents, paused, status, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.AppID, string(cats), c.DailyBudgetCents, c.MaxBidCents, c.Paused, string(c.Status), micros(c.CreatedAt), micros(c.UpdatedAt))
+	return wrap(err)
+}
+
+const selectCampaigns = `SELECT id, app_id, categories, daily_budget_cents, max_bid_cents, paused, status, created_at, updated_at FROM campaigns`
+
+func scanCampaign(rows interface{ Scan(...any) error }) (market.Campaign, error) {
+	var c market.Campaign
+	var cats string
+	var maxBid sql.NullInt64
+	var created, updated int64
+	if err := rows.Scan(&c.ID, &c.AppID, &cats, &c.DailyBudgetCents, &maxBid, &c.Paused, &c.Status, &created, &updated); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal([]byte(cats), &c.Categories); err != nil {
+		return c, fmt.Errorf("sqlite: campaign %s: categories: %w", c.ID, err)
+	}
+	if maxBid.Valid {
+		c.MaxBidCents = &maxBid.Int64
+	}
+	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return c, nil
+}
+
+func (t *tx) CampaignByID(ctx context.Context, id string) (market.Campaign, bool, error) {
+	c, err := scanCampaign(t.tx.QueryRowContext(ctx, selectCampaigns+` WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return market.Campaign{}, false, nil
+	}
+	return c, err == nil, wrap(err)
+}
+
+func (t *tx) SetCampaignStatus(ctx context.Context, id string, paused bool, status xpromo.CampaignStatus, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE campaigns SET paused = ?, status = ?, updated_at = ? WHERE id = ?`, paused, string(status), micros(at), id)
+	return wrap(err)
+}
+
+func (t *tx) AppCampaigns(ctx context.Context, appID string) ([]market.Campaign, error) {
+	rows, err := t.tx.QueryContext(ctx, selectCampaigns+` WHERE app_id = ? ORDER BY created_at, id`, appID)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []market.Campaign
+	for rows.Next() {
+		c, err := scanCampaign(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, c)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) AppPlatformAndStatus(ctx context.Context, appID string) (xpromo.Platform, xpromo.AppStatus, bool, error) {
+	var platform, status string
+	err := t.tx.QueryRowContext(ctx, `SELECT platform, status FROM apps WHERE id = ?`, appID).Scan(&platform, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, wrap(err)
+	}
+	return xpromo.Platform(platform), xpromo.AppStatus(status), true, nil
+}
+
+func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error) {
+	var balance int64
+	err := t.tx.QueryRowContext(ctx, `SELECT balance FROM ledger_accounts WHERE id = ?`, ledger.Wallet(appID)).Scan(&balance)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return balance, wrap(err)
+}
+
+// holdStats aggregates holds with their resolution (if any).
+const holdStats = `SELECT count(*), count(r.hold_id),
+  count(*) FILTER (WHERE r.resolution = 'charge'),
+  coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)
+FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
+WHERE h.created_at BETWEEN ? AND ?`
+
+func (t *tx) holdStats(ctx context.Context, query string, args ...any) (market.HoldStats, error) {
+	var s market.HoldStats
+	err := t.tx.QueryRowContext(ctx, query, args...).Scan(&s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount)
+	return s, wrap(err)
+}
+
+func (t *tx) AdvertiserHoldStats(ctx context.Context, appID string, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStats+` AND h.advertiser_app_id = ?`, micros(from), micros(to), appID)
+}
+
+func (t *tx) NetworkHoldStats(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStats, micros(from), micros(to))
+}
