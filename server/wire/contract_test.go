@@ -300,4 +300,3 @@ func merge(m map[string]any, k string, v any) map[string]any {
 	out[k] = v
 	return out
 }
-
