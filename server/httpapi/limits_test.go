@@ -647,6 +647,10 @@ func TestIdempotencyScopes(t *testing.T) {
 func TestIdempotencyInUse(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e, f := newFixtureEnv(t, s)
+		// Unblock the handler however the test ends, or the server's Close
+		// would wait for it forever.
+		release := sync.OnceFunc(func() { close(f.release) })
+		t.Cleanup(release)
 		done := make(chan limitsResp, 1)
 		go func() {
 			r, err := e.send(limitsReq{method: "POST", path: "/fixture/block/201", body: `{}`, idem: []string{"slow"}, raw: true})
@@ -666,7 +670,7 @@ func TestIdempotencyInUse(t *testing.T) {
 		r = e.fixture("POST", "/block/201", "", `{}`, "slow")
 		assert.Equal(t, apperr.IdempotencyKeyInUse, r.errCode(t))
 
-		close(f.release)
+		release()
 		first := <-done
 		require.Equal(t, 201, first.status)
 		r = e.fixture("POST", "/block/201", "", `{}`, "slow")

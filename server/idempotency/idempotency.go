@@ -7,8 +7,8 @@
 // (state done). The request's own writes commit in between, in transactions
 // of their own, so a crash after them and before the response is stored
 // leaves an in_progress claim; its lease lapses and a retry runs the request
-// again. That is safe because every operation behind a POST is idempotent by
-// its own keys (see docs/limits.md, "The crash window").
+// again. docs/limits.md ("The crash window") says, operation by operation,
+// what such a second run can and cannot do: no money moves twice.
 package idempotency
 
 import (

@@ -1,16 +1,54 @@
 package wire
 
 import (
+	"context"
+	"log/slog"
+	"time"
+
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/storage"
 )
 
-// idempotencyService keeps Idempotency-Keys in the store. The server's
-// background loop should call its Purge periodically (e.g. hourly) to delete
-// expired keys; expired keys are ignored anyway, so this only reclaims space.
+// idempotencyService keeps Idempotency-Keys in the store.
 func idempotencyService(cfg Config, store storage.Store) (*idempotency.Service, error) {
 	return &idempotency.Service{
 		Update: storage.Updater[idempotency.Tx](store),
 		Now:    cfg.Now,
 	}, nil
+}
+
+// DefaultIdempotencyPurgeInterval is how often RunIdempotencyPurge runs.
+const DefaultIdempotencyPurgeInterval = time.Hour
+
+// RunIdempotencyPurge deletes expired Idempotency-Keys now and then every
+// interval (DefaultIdempotencyPurgeInterval if 0) until ctx ends. Expired
+// keys are ignored anyway, so this only reclaims space; failures are logged
+// and retried at the next tick. Several instances may run it at once.
+func RunIdempotencyPurge(ctx context.Context, cfg Config, store storage.Store, interval time.Duration) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if interval <= 0 {
+		interval = DefaultIdempotencyPurgeInterval
+	}
+	svc, _ := idempotencyService(cfg, store)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		n, err := svc.Purge(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			cfg.Logger.Warn("purging expired idempotency keys", slog.Int("deleted", n), slog.String("error", err.Error()))
+		case n > 0:
+			cfg.Logger.Info("purged expired idempotency keys", slog.Int("deleted", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/xpromo/xpromo/server/httpapi"
@@ -49,7 +50,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
-	api, err := wire.New(wire.Config{
+	wcfg := wire.Config{
 		Mode:           cfg.Mode,
 		AdminToken:     cfg.AdminToken,
 		BaseURL:        baseURL,
@@ -63,7 +64,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		X402Network:    cfg.X402Network,
 		X402EURUSD:     cfg.X402EURUSD,
 		CategoriesFile: cfg.CategoriesFile,
-	}, st)
+	}
+	api, err := wire.New(wcfg, st)
 	if err != nil {
 		log.Error("cannot start", slog.String("error", err.Error()))
 		return exitCode(exitFail)
@@ -89,6 +91,12 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		slog.String("admin_api", adminAPI),
 		slog.String("base_url", baseURL),
 	)
+
+	// Background work stops with ctx, before the store is closed.
+	bg, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
+	defer func() { stopBackground(); background.Wait() }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
