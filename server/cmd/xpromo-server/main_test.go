@@ -209,30 +209,51 @@ func TestLedgerVerifyOK(t *testing.T) {
 	assert.NotContains(t, out, "VIOLATION")
 }
 
-func TestLedgerVerifyFindsTampering(t *testing.T) {
+// verify passes on the ledger the test built and fails on a corrupted copy
+// of it: one line's amount edited (after dropping the append-only triggers,
+// as anyone with the file could) and one account head moved.
+func TestLedgerVerifyFindsTamperingInACopy(t *testing.T) {
 	dir := t.TempDir()
 	wallet := seedLedger(t, dir)
+	verify := func(dataDir string) (int, []string) {
+		var stdout bytes.Buffer
+		code := run(t.Context(), []string{"ledger", "verify"}, envMap(map[string]string{"XPROMO_DATA_DIR": dataDir}), &stdout, io.Discard)
+		var violations []string
+		sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "VIOLATION ") {
+				violations = append(violations, sc.Text())
+			}
+		}
+		return code, violations
+	}
+	code, violations := verify(dir)
+	require.Equal(t, exitOK, code, violations)
 
-	// Anyone with the file can move an account head; verify must notice.
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "xpromo.db"))
+	copyDir := t.TempDir()
+	orig, err := os.ReadFile(filepath.Join(dir, "xpromo.db"))
 	require.NoError(t, err)
-	_, err = raw.ExecContext(t.Context(), `UPDATE ledger_accounts SET balance = balance + 1000 WHERE id = ?`, wallet)
+	require.NoError(t, os.WriteFile(filepath.Join(copyDir, "xpromo.db"), orig, 0o600))
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(copyDir, "xpromo.db"))
 	require.NoError(t, err)
+	for _, stmt := range []string{
+		`DROP TRIGGER ledger_lines_no_update`,
+		`UPDATE ledger_lines SET amount = amount + 1000 WHERE account_id = '` + wallet + `' AND seq = 1`,
+		`UPDATE ledger_accounts SET balance = balance + 1 WHERE id = '` + wallet + `'`,
+	} {
+		_, err = raw.ExecContext(t.Context(), stmt)
+		require.NoError(t, err, stmt)
+	}
 	require.NoError(t, raw.Close())
 
-	var stdout bytes.Buffer
-	code := run(t.Context(), []string{"ledger", "verify"}, envMap(map[string]string{"XPROMO_DATA_DIR": dir}), &stdout, io.Discard)
+	code, violations = verify(copyDir)
 	assert.Equal(t, exitFail, code)
-	var violations []string
-	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "VIOLATION ") {
-			violations = append(violations, sc.Text())
-		}
+	joined := strings.Join(violations, "\n")
+	for _, check := range []string{"zero_sum", "balance_chain", "hash_chain", "head " + wallet} {
+		assert.Contains(t, joined, check)
 	}
-	require.NotEmpty(t, violations)
-	assert.Contains(t, violations[0], "head "+wallet)
-	assert.Contains(t, stdout.String(), "FAIL")
+	code, _ = verify(dir)
+	assert.Equal(t, exitOK, code, "the original is untouched")
 }
 
 func TestLedgerVerifyMissingDatabase(t *testing.T) {
