@@ -18,8 +18,8 @@ import (
 //   - Post/parallel: one operation per transaction (a top-up or an escrow
 //     hold, 2 lines each) from 16 concurrent posters over 1,000 apps, the
 //     shape of the API's write path.
-//   - PostBatch/100: 100 operations per transaction from 1 poster, the shape
-//     of the clearing sweep.
+//   - PostBatch/100 and /500: 100 or 500 operations per transaction from 1
+//     poster, the shape of the clearing sweep.
 //   - Lines/page100: reading one 100-line page of a wallet's ledger.
 func Bench(b *testing.B, newStore func(b *testing.B) ledger.Store) {
 	b.Run("Post/parallel", func(b *testing.B) {
@@ -44,24 +44,25 @@ func Bench(b *testing.B, newStore func(b *testing.B) ledger.Store) {
 		})
 		report(b, s)
 	})
-	b.Run("PostBatch/100", func(b *testing.B) {
-		s := newStore(b)
-		l := &ledger.Ledger{Store: s, Now: time.Now}
-		const size = 100
-		b.ResetTimer()
-		for i := range b.N {
-			ops := make([]ledger.Operation, size)
-			for j := range ops {
-				ops[j], _ = ledger.TopUp(fmt.Sprintf("b%d-%d", i, j), fmt.Sprintf("app%04d", (i*size+j)%1000), 5000, "")
+	for _, size := range []int{100, 500} {
+		b.Run(fmt.Sprintf("PostBatch/%d", size), func(b *testing.B) {
+			s := newStore(b)
+			l := &ledger.Ledger{Store: s, Now: time.Now}
+			b.ResetTimer()
+			for i := range b.N {
+				ops := make([]ledger.Operation, size)
+				for j := range ops {
+					ops[j], _ = ledger.TopUp(fmt.Sprintf("b%d-%d", i, j), fmt.Sprintf("app%04d", (i*size+j)%1000), 5000, "")
+				}
+				if _, errs, err := l.PostBatch(ctx, ops); err != nil || errs[0] != nil {
+					b.Fatal(err, errs[0])
+				}
 			}
-			if _, errs, err := l.PostBatch(ctx, ops); err != nil || errs[0] != nil {
-				b.Fatal(err, errs[0])
-			}
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "ops/s")
-		verifyBench(b, s)
-	})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "ops/s")
+			verifyBench(b, s)
+		})
+	}
 	b.Run("Lines/page100", func(b *testing.B) {
 		s := newStore(b)
 		l := &ledger.Ledger{Store: s, Now: time.Now}
