@@ -49,6 +49,7 @@ const (
 	InvalidPeriod        = "invalid_period"
 	InvalidAmount        = "invalid_amount"
 	InvalidPayoutAccount = "invalid_payout_account"
+	InvalidNote          = "invalid_note"
 
 	// State.
 	InvalidTransition    = "invalid_transition"
@@ -120,7 +121,8 @@ func init() {
 	def(InvalidLimit, 422, "`limit` is not an integer from 1 to 1000.")
 	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
-	def(InvalidAmount, 422, "An amount is not a positive integer number of cents, or is too large.")
+	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
+	def(InvalidNote, 422, "An operator's note (of a ledger adjustment) is longer than 500 bytes.")
 	def(InvalidPayoutAccount, 422, "`account_id` is not a connected payout account id (`acct_` followed by letters, digits or `_`).")
 
 	def(InvalidTransition, 409, "The requested status change is not allowed from the current status (e.g. approving a suspended app).")

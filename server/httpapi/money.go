@@ -21,6 +21,7 @@ func (s *Server) mountMoney(public, protected, admin chi.Router) {
 	protected.Get("/apps/{app_id}/ledger", s.getLedger)
 	protected.Post("/apps/{app_id}/payout", s.requestPayout)
 	admin.Put("/admin/apps/{app_id}/payout-account", s.setPayoutAccount)
+	admin.Post("/admin/apps/{app_id}/adjustments", s.adjustWallet)
 
 	// Outside /v1: the descriptor lives at its well-known path, and the test
 	// checkout page is opened by a person's browser from checkout_url.
@@ -190,6 +191,31 @@ func (s *Server) setPayoutAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, payoutAccount{AppID: appID, AccountID: req.AccountID})
+}
+
+// adjustWallet is POST /v1/admin/apps/{app_id}/adjustments: an operator's
+// correction of a wallet, answered with its ledger line.
+func (s *Server) adjustWallet(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		AmountCents *int64 `json:"amount_cents"`
+		Note        string `json:"note"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if req.AmountCents == nil {
+		e := apperr.New(apperr.MissingField, "amount_cents is required")
+		e.Field = "amount_cents"
+		s.writeErr(w, r, e)
+		return
+	}
+	line, err := s.services.Payments.Adjust(r.Context(), chi.URLParam(r, "app_id"), *req.AmountCents, req.Note)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ledgerLine(line))
 }
 
 // x402Descriptor is the body of GET /.well-known/x402.

@@ -514,3 +514,50 @@ func TestMoneyAdminPayoutAccount(t *testing.T) {
 		assert.True(t, bytes.Contains(res.body, []byte(`"amount_cents":7000`)))
 	})
 }
+
+func TestMoneyAdminAdjustment(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		api := newMoneyAPI(t, s)
+		app, key := api.register()
+		path := "/v1/admin/apps/" + app + "/adjustments"
+
+		res := api.do(http.MethodPost, path, moneyAdminToken, map[string]any{"amount_cents": 1200, "note": "refund of a disputed install"})
+		require.Equal(t, 201, res.status, string(res.body))
+		var line xpromo.LedgerLine
+		require.NoError(t, json.Unmarshal(res.body, &line))
+		assert.EqualValues(t, "adjustment", line.Type)
+		assert.Equal(t, int64(1200), line.AmountCents)
+		assert.Equal(t, int64(1200), line.BalanceAfter)
+		require.NotNil(t, line.Note)
+		assert.Equal(t, "refund of a disputed install", *line.Note)
+
+		// A debit may take the wallet to zero, never below; nothing is posted when refused.
+		res = api.do(http.MethodPost, path, moneyAdminToken, map[string]any{"amount_cents": -1201, "note": "too much"})
+		assert.Equal(t, 409, res.status)
+		assert.Equal(t, "insufficient_funds", res.code(t))
+		res = api.do(http.MethodPost, path, moneyAdminToken, map[string]any{"amount_cents": -1200, "note": "reversed"})
+		require.Equal(t, 201, res.status, string(res.body))
+		assert.Len(t, api.ledger(app, key).Lines, 2, "two adjustment lines, none for the refused debit")
+
+		for _, tc := range []struct {
+			body map[string]any
+			code string
+		}{
+			{map[string]any{"note": "x"}, "missing_field"},
+			{map[string]any{"amount_cents": 100}, "missing_field"},
+			{map[string]any{"amount_cents": 0, "note": "x"}, "invalid_amount"},
+			{map[string]any{"amount_cents": 10_000_001, "note": "x"}, "invalid_amount"},
+			{map[string]any{"amount_cents": 1, "note": strings.Repeat("n", 501)}, "invalid_note"},
+		} {
+			res = api.do(http.MethodPost, path, moneyAdminToken, tc.body)
+			assert.Equal(t, 422, res.status, "%v", tc.body)
+			assert.Equal(t, tc.code, res.code(t), "%v", tc.body)
+		}
+		assert.Equal(t, 401, api.do(http.MethodPost, path, key, map[string]any{"amount_cents": 1, "note": "x"}).status, "an API key is not the admin token")
+		assert.Equal(t, 404, api.do(http.MethodPost, "/v1/admin/apps/app_nope/adjustments", moneyAdminToken, map[string]any{"amount_cents": 1, "note": "x"}).status)
+
+		res = api.do(http.MethodGet, "/v1/admin/audit", moneyAdminToken, nil)
+		require.Equal(t, 200, res.status)
+		assert.Equal(t, 2, strings.Count(string(res.body), `"app.adjustment"`), "each posted adjustment is audited")
+	})
+}

@@ -184,6 +184,11 @@ func TestContract(t *testing.T) {
 		a.expect(200, a.do("GET", "/v1/admin/apps/"+advID, adminToken, nil))
 		a.expect(200, a.do("GET", "/v1/admin/audit", adminToken, nil))
 		a.expect(200, a.do("PUT", "/v1/admin/apps/"+pubID+"/payout-account", adminToken, map[string]any{"account_id": "acct_1TestPublisher"}))
+		adj := a.expect(201, a.do("POST", "/v1/admin/apps/"+pubID+"/adjustments", adminToken, map[string]any{"amount_cents": 250, "note": "goodwill credit"})).json(t)
+		assert.Equal(t, "adjustment", adj["type"])
+		assert.Equal(t, "insufficient_funds", a.expect(409, a.do("POST", "/v1/admin/apps/"+pubID+"/adjustments", adminToken, map[string]any{"amount_cents": -251, "note": "too much"})).code(t))
+		assert.Equal(t, "missing_field", a.expect(422, a.do("POST", "/v1/admin/apps/"+pubID+"/adjustments", adminToken, map[string]any{"amount_cents": 5})).code(t))
+		a.expect(201, a.do("POST", "/v1/admin/apps/"+pubID+"/adjustments", adminToken, map[string]any{"amount_cents": -250, "note": "goodwill credit reversed"}))
 		score = a.expect(200, a.do("GET", "/v1/apps/"+advID+"/score", advKey, nil)).json(t)
 		assert.Equal(t, "approved", score["status"])
 
