@@ -1,0 +1,182 @@
+package xpromo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// TopUp buys credits for the app's wallet (POST /v1/apps/{app_id}/top-up).
+// The answer depends on how the caller pays (see TopUpResult): a person gets
+// a CheckoutURL; a machine payer (PreferX402, or a Payment) gets the 402 x402
+// Challenge, which is a result here, never an error.
+//
+// Refusals: 422 below_minimum (under MinTopUpCents), 400
+// invalid_payment_header.
+func (c *Client) TopUp(ctx context.Context, appID string, params *TopUpParams, opts ...CallOption) (*TopUpResult, error) {
+	p := nonNil(params)
+	var extra []CallOption
+	if p.PreferX402 {
+		extra = append(extra, WithHeader(headerPrefer, "payment=x402"))
+	}
+	if p.Payment != "" {
+		extra = append(extra, WithHeader(headerPayment, p.Payment))
+	}
+	var raw json.RawMessage
+	meta, err := c.call(ctx, request{
+		method: http.MethodPost,
+		path:   pathf("/v1/apps/%s/top-up", appID),
+		body:   TopUpRequest{AmountCents: p.AmountCents},
+		ok:     []int{http.StatusPaymentRequired},
+	}, &raw, append(extra, opts...))
+	if err != nil {
+		return nil, err
+	}
+	res := &TopUpResult{PaymentResponse: meta.Header.Get(headerPaymentResponse)}
+	fail := func(err error) (*TopUpResult, error) {
+		return nil, fmt.Errorf("xpromo: top-up: decoding the %d answer: %w (request %s)", meta.StatusCode, err, meta.RequestID)
+	}
+	if meta.StatusCode == http.StatusPaymentRequired {
+		res.Challenge = new(X402Challenge)
+		if err := json.Unmarshal(raw, res.Challenge); err != nil {
+			return fail(err)
+		}
+		return res, nil
+	}
+	// 200: checkout_url for a person, or the topup line of a settled x402
+	// payment.
+	var probe struct {
+		CheckoutURL *string `json:"checkout_url"`
+		ID          *string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return fail(err)
+	}
+	switch {
+	case probe.CheckoutURL != nil:
+		res.CheckoutURL = *probe.CheckoutURL
+	case probe.ID != nil:
+		res.Line = new(LedgerLine)
+		if err := json.Unmarshal(raw, res.Line); err != nil {
+			return fail(err)
+		}
+	default:
+		return fail(errors.New("neither checkout_url nor a ledger line"))
+	}
+	return res, nil
+}
+
+// CompleteTestCheckout pays a test-mode checkout (POST
+// /test/checkout/{session_id}): the wallet is credited with a `topup` line
+// at once. checkout is TopUpResult.CheckoutURL as the server gave it, or
+// just its session id ("cs_…"); a URL is used as is, and no credential is
+// sent to it (the endpoint is public). Completing a completed session
+// changes nothing. A live-mode server answers 403 test_mode_only.
+func (c *Client) CompleteTestCheckout(ctx context.Context, checkout string, opts ...CallOption) (*CheckoutSession, error) {
+	r := request{method: http.MethodPost, auth: authNone}
+	if strings.Contains(checkout, "://") {
+		u, err := url.Parse(checkout)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("xpromo: checkout URL %q is not an http(s) URL", checkout)
+		}
+		r.path = u.String()
+	} else {
+		r.path = pathf("/test/checkout/%s", checkout)
+	}
+	out := new(CheckoutSession)
+	_, err := c.call(ctx, r, out, opts)
+	return result(out, err)
+}
+
+// GetLedger reads one page of the app's ledger, lines in sequence order
+// (GET /v1/apps/{app_id}/ledger). When more lines exist the page's
+// NextCursor is set: pass it back as params.Cursor. params may be nil.
+// LedgerLines walks every page.
+//
+// Refusals: 422 invalid_date, invalid_range, invalid_limit, invalid_cursor.
+func (c *Client) GetLedger(ctx context.Context, appID string, params *LedgerParams, opts ...CallOption) (*LedgerPage, error) {
+	q := url.Values{}
+	if p := params; p != nil {
+		if p.From != "" {
+			q.Set("from", p.From)
+		}
+		if p.To != "" {
+			q.Set("to", p.To)
+		}
+		if p.Limit != 0 {
+			q.Set("limit", strconv.Itoa(p.Limit))
+		}
+		if p.Cursor != "" {
+			q.Set("cursor", p.Cursor)
+		}
+	}
+	out := new(LedgerPage)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/apps/%s/ledger", appID), query: q}, out, opts)
+	return result(out, err)
+}
+
+// LedgerLines iterates over every line of the app's ledger from
+// params.Cursor on (nil params: from the start), fetching page after page
+// of params.Limit lines. An error ends the iteration, yielded with a zero
+// line:
+//
+//	for line, err := range c.LedgerLines(ctx, appID, nil) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(line.Type, line.AmountCents, line.BalanceAfter)
+//	}
+func (c *Client) LedgerLines(ctx context.Context, appID string, params *LedgerParams, opts ...CallOption) iter.Seq2[LedgerLine, error] {
+	var p LedgerParams
+	if params != nil {
+		p = *params
+	}
+	return func(yield func(LedgerLine, error) bool) {
+		p := p // each iteration starts again from params.Cursor
+		for {
+			page, err := c.GetLedger(ctx, appID, &p, opts...)
+			if err != nil {
+				yield(LedgerLine{}, err)
+				return
+			}
+			for _, l := range page.Lines {
+				if !yield(l, nil) {
+					return
+				}
+			}
+			if page.NextCursor == nil || *page.NextCursor == "" {
+				return
+			}
+			if *page.NextCursor == p.Cursor {
+				yield(LedgerLine{}, fmt.Errorf("xpromo: ledger of %s: the server returned the same cursor twice", appID))
+				return
+			}
+			p.Cursor = *page.NextCursor
+		}
+	}
+}
+
+// RequestPayout transfers the app's withdrawable balance to its connected
+// account (POST /v1/apps/{app_id}/payout).
+//
+// Refusals: 409 below_minimum (withdrawable balance under MinPayoutCents),
+// payout_account_missing, payout_in_progress.
+func (c *Client) RequestPayout(ctx context.Context, appID string, opts ...CallOption) (*PayoutResponse, error) {
+	out := new(PayoutResponse)
+	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/payout", appID)}, out, opts)
+	return result(out, err)
+}
+
+// GetX402Descriptor reads the server's x402 descriptor (GET
+// /.well-known/x402; public).
+func (c *Client) GetX402Descriptor(ctx context.Context, opts ...CallOption) (*X402Descriptor, error) {
+	out := new(X402Descriptor)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/.well-known/x402"}, out, opts)
+	return result(out, err)
+}

@@ -1,0 +1,75 @@
+// Package xpromo is the Go client of the xpromo REST API v1, and the wire
+// types the server and every client share.
+//
+// Build one Client per server and share it; it is safe for concurrent use:
+//
+//	c := xpromo.NewClient("http://127.0.0.1:8080") // the client adds /v1
+//
+//	reg, err := c.RegisterApp(ctx, &xpromo.RegisterAppRequest{
+//		Name: "Clipboard Pro", Platform: xpromo.PlatformMac,
+//		BundleID: "com.example.clipboardpro", Domain: "example.com",
+//		DownloadURL:  "https://example.com/ClipboardPro.dmg",
+//		ContactEmail: "team@example.com",
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	app := c.With(xpromo.WithAPIKey(reg.APIKey)) // the key is shown only once
+//
+//	score, err := app.GetScore(ctx, reg.AppID) // status "pending"
+//
+//	top, err := app.TopUp(ctx, reg.AppID, &xpromo.TopUpParams{AmountCents: 5000})
+//	// top.CheckoutURL: a person pays there (test mode: CompleteTestCheckout).
+//	// With PreferX402, top.Challenge holds the 402 x402 challenge instead.
+//
+//	for line, err := range app.LedgerLines(ctx, reg.AppID, nil) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(line.Type, line.AmountCents, line.BalanceAfter)
+//	}
+//
+// # Errors
+//
+// Every non-2xx answer is an *Error carrying the HTTP status, the stable
+// Code (build on it, never on Message), RetryAfter and the server's
+// RequestID. Test for a code with IsCode, or take the whole error with
+// errors.As:
+//
+//	_, err := app.RequestPayout(ctx, appID)
+//	switch {
+//	case xpromo.IsCode(err, xpromo.CodeBelowMinimum):
+//		// nothing to withdraw yet
+//	case err != nil:
+//		var e *xpromo.Error
+//		if errors.As(err, &e) && e.Status == 404 { … }
+//	}
+//
+// The one exception is TopUp's 402 x402 challenge: it is an answer
+// (TopUpResult.Challenge), not an error.
+//
+// # Retries and idempotency
+//
+// Connection errors, 429 and 5xx (other than 501) are retried, by default
+// DefaultRetries times, with exponential backoff and jitter
+// (WithRetries, WithRetryWait); a Retry-After of the server is honoured, up
+// to WithMaxRetryAfter. Other 4xx are never retried. Every POST carries an
+// Idempotency-Key, random per call and the same on each of its retries, so
+// a retried POST runs once on the server; pass your own with
+// WithIdempotencyKey to make a call safe to repeat across processes.
+// Cancelling the context stops a call, including a wait between retries.
+//
+// # Credentials
+//
+// App endpoints send the API key of WithAPIKey as `Authorization: Bearer`;
+// the Admin* methods send the operators' token of WithAdminToken instead.
+// Client.With derives a client with other credentials sharing the same
+// connections.
+//
+// # Wire types
+//
+// JSON field names follow the API document exactly; fields the document
+// marks "or null" are pointers and are always emitted (as null when nil);
+// optional request fields are omitted when unset. Amounts are in euro
+// cents: one credit is one euro cent, currency EUR.
+package xpromo
