@@ -69,6 +69,24 @@ const (
 	HoldMismatch        = "hold_mismatch"
 	LedgerAppendOnly    = "ledger_append_only"
 	Conflict            = "conflict"
+
+	// Attribution (fraud codes are also chain reason codes and the keys of
+	// Stats.fraud_rejected).
+	FraudTokenReused         = "fraud_token_reused"
+	FraudTokenExpired        = "fraud_token_expired"
+	FraudBadSignature        = "fraud_bad_signature"
+	FraudBadCountersignature = "fraud_bad_countersignature"
+	FraudDatacenterASN       = "fraud_datacenter_asn"
+	FraudSelfPromotion       = "fraud_self_promotion"
+	FraudCTITTooShort        = "fraud_ctit_too_short"
+	FraudInstallVelocity     = "fraud_install_velocity"
+	FraudDeviceReused        = "fraud_device_reused"
+	FraudAppMismatch         = "fraud_app_mismatch"
+	InvalidPublicKey         = "invalid_public_key"
+	SDKKeyInUse              = "sdk_key_in_use"
+	SDKKeyRevoked            = "sdk_key_revoked"
+	TooManySDKKeys           = "too_many_sdk_keys"
+	InvalidDuration          = "invalid_duration"
 )
 
 // catalogue maps a code to its entries; the first is the default status.
@@ -141,6 +159,22 @@ func init() {
 	def(HoldMismatch, 422, "An escrow release or charge disagrees with its hold (amount or advertiser).")
 	def(LedgerAppendOnly, 500, "Something tried to update or delete a ledger row; the database refused it.")
 	def(Conflict, 409, "A concurrent transaction touched the same rows; retry the request.")
+
+	def(FraudTokenReused, 403, "The click token (offer nonce) was already used: a second click report or install claim with another token or countersignature, or a heartbeat whose `seq` is not above the last one accepted.")
+	def(FraudTokenExpired, 403, "A time check failed: the click came after its offer lapsed (15 minutes), the install was claimed at or after the token's `exp` (15 minutes after the click) plus the tolerated clock skew, or a message is dated too far from the server's clock.")
+	def(FraudBadSignature, 403, "The click token (or heartbeat) is malformed, uses an algorithm other than Ed25519, names an SDK key that is not registered to its app or is revoked, does not verify, or carries an offer whose server MAC does not verify.")
+	def(FraudBadCountersignature, 403, "The install countersignature is malformed, names an SDK key not registered to the claiming app (or revoked), does not verify, or is not bound to the presented click token.")
+	def(FraudDatacenterASN, 403, "The install claim (or its click) came from an address of a datacenter or cloud network (IP-to-ASN table and configured datacenter ASNs and ranges).")
+	def(FraudSelfPromotion, 403, "The publisher and the advertiser of the click are the same app (or share a bundle id).")
+	def(FraudCTITTooShort, 403, "The install was claimed less than 10 seconds (configurable) after the click, by the device's clock.")
+	def(FraudInstallVelocity, 403, "Too many installs were accepted from this device (3 per 24 hours) or this IP address (20 per hour) (both configurable).")
+	def(FraudDeviceReused, 403, "This device already claimed an install of the same advertiser's app.")
+	def(FraudAppMismatch, 403, "The countersigning app is not the advertiser the click token names.")
+	def(InvalidPublicKey, 422, "`public_key` is not a 32-byte Ed25519 public key in unpadded base64url.")
+	def(SDKKeyInUse, 409, "The SDK public key is registered to another app.")
+	def(SDKKeyRevoked, 409, "The SDK key was revoked; a revoked key is never registered again (generate a new one).")
+	def(TooManySDKKeys, 409, "The app already has 10 SDK keys that are not revoked; revoke one first.")
+	def(InvalidDuration, 422, "`seconds` is not an integer from 1 to 31536000 (one year).")
 }
 
 // Known reports whether code is in the catalogue.
