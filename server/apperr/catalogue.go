@@ -54,6 +54,7 @@ const (
 	// State.
 	InvalidTransition    = "invalid_transition"
 	FloorCannotRise      = "floor_cannot_rise"
+	BudgetExhausted      = "budget_exhausted"
 	PayoutAccountMissing = "payout_account_missing"
 	PayoutInProgress     = "payout_in_progress"
 	CheckoutExpired      = "checkout_expired"
@@ -145,6 +146,7 @@ func init() {
 
 	def(InvalidTransition, 409, "The requested status change is not allowed from the current status (e.g. approving a suspended app).")
 	def(FloorCannotRise, 409, "A configured or requested floor is above the current floor; floors never rise.")
+	def(BudgetExhausted, 409, "The campaign's daily budget cannot take this install: its escrow holds and charges of the UTC day plus the price would exceed `daily_budget_cents`.")
 	def(PayoutAccountMissing, 409, "On payout: the app has no connected payout account.")
 	def(PayoutInProgress, 409, "On payout: another payout of this app is still being processed.")
 	def(CheckoutExpired, 409, "The checkout session expired before it was paid; start a new top-up.")
