@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
@@ -474,7 +475,11 @@ func decodeError(status int, body []byte, requestID string) error {
 	}
 	msg := strings.TrimSpace(string(body))
 	if len(msg) > 200 {
-		msg = msg[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut-- // not inside a character
+		}
+		msg = msg[:cut] + "…"
 	}
 	if msg == "" {
 		msg = http.StatusText(status)
@@ -496,8 +501,16 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	if resp.StatusCode != http.StatusTooManyRequests && (resp.StatusCode < 500 || resp.StatusCode == http.StatusNotImplemented) {
 		return false, nil
 	}
-	if wait, ok := retryAfter(resp); ok && wait > c.cfg.maxRetryAfter {
-		return false, nil
+	if wait, ok := retryAfter(resp); ok {
+		// Not waited out: a wait longer than allowed, or one that would
+		// outlast the caller's deadline. The caller gets the answer, with
+		// its retry_after, rather than a bare deadline error later.
+		if wait > c.cfg.maxRetryAfter {
+			return false, nil
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return false, nil
+		}
 	}
 	return true, nil
 }

@@ -111,3 +111,19 @@ func (c *Client) AdminCutFloor(ctx context.Context, category string, cut FloorCu
 	}, out, opts)
 	return result(out, err)
 }
+
+// AdminAdjustWallet posts an operator's correction to an app's wallet (POST
+// /v1/admin/apps/{app_id}/adjustments) and returns its `adjustment` ledger
+// line. A debit never takes the wallet below zero: 409 insufficient_funds.
+// Pass WithIdempotencyKey (a ticket number, say) so that repeating the
+// correction cannot post it twice.
+func (c *Client) AdminAdjustWallet(ctx context.Context, appID string, adj Adjustment, opts ...CallOption) (*LedgerLine, error) {
+	out := new(LedgerLine)
+	_, err := c.call(ctx, request{
+		method: http.MethodPost,
+		path:   pathf("/v1/admin/apps/%s/adjustments", appID),
+		body:   adj,
+		auth:   authAdmin,
+	}, out, opts)
+	return result(out, err)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -588,5 +589,119 @@ func TestWithDerivesCredentials(t *testing.T) {
 	}
 	if acct.AccountID != "acct_1" || other.APIKey() != "xp_test_other" || base.APIKey() != "xp_test_key" {
 		t.Errorf("account %+v", acct)
+	}
+}
+
+func TestDeadlineShorterThanRetryAfter(t *testing.T) {
+	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Retry-After", "30")
+		writeJSON(w, 503, errBody("unavailable", "maintenance", nil))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := f.client().GetRateCard(ctx)
+	if !xpromo.IsCode(err, xpromo.CodeUnavailable) {
+		t.Fatalf("err = %v; a wait past the deadline must return the 503 itself", err)
+	}
+	if n := len(f.requests()); n != 1 {
+		t.Errorf("%d attempts", n)
+	}
+}
+
+func TestDo(t *testing.T) {
+	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, 200, `{"echo":"`+r.Method+` `+r.URL.RequestURI()+`"}`)
+	})
+	var out struct{ Echo string }
+	if err := f.client().Do(context.Background(), "POST", "/v1/future/thing?x=1", map[string]int{"a": 1}, &out); err != nil {
+		t.Fatal(err)
+	}
+	r := f.requests()[0]
+	if out.Echo != "POST /v1/future/thing?x=1" || r.Body != `{"a":1}` || r.Header.Get("Idempotency-Key") == "" || r.Header.Get("Authorization") != "Bearer xp_test_key" {
+		t.Errorf("echo %q, request %+v", out.Echo, r)
+	}
+}
+
+func TestLoggerSeesRetries(t *testing.T) {
+	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			writeJSON(w, 502, errBody("internal", "x", nil))
+			return
+		}
+		writeJSON(w, 200, `{}`)
+	})
+	var buf strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if _, err := f.client(xpromo.WithLogger(logger)).GetNetworkStats(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "retrying request") {
+		t.Errorf("log: %s", buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestConcurrentUse: one client (and clients derived from it) shared by
+// many goroutines; run with -race.
+func TestConcurrentUse(t *testing.T) {
+	var mu sync.Mutex
+	tried := map[string]bool{}
+	f := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		first := !tried[r.Header.Get("Idempotency-Key")]
+		tried[r.Header.Get("Idempotency-Key")] = true
+		mu.Unlock()
+		if first { // every call's first attempt fails
+			writeJSON(w, 503, errBody("unavailable", "x", nil))
+			return
+		}
+		writeJSON(w, 200, `{"campaign_id":"`+r.Header.Get("Authorization")+`","status":"paused"}`)
+	})
+	base := f.client()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 16 {
+		wg.Go(func() {
+			key := fmt.Sprintf("xp_test_%d", i)
+			c := base.With(xpromo.WithAPIKey(key))
+			for range 4 {
+				cmp, err := c.PauseCampaign(context.Background(), "cmp_1")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if cmp.CampaignID != "Bearer "+key {
+					errs <- fmt.Errorf("goroutine %d got %q", i, cmp.CampaignID)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	keys := map[string]int{}
+	for _, r := range f.requests() {
+		keys[r.Header.Get("Idempotency-Key")]++
+	}
+	if len(keys) != 64 {
+		t.Errorf("%d distinct Idempotency-Keys over 64 calls", len(keys))
+	}
+	for k, n := range keys {
+		if n != 2 {
+			t.Errorf("key %s sent %d times, want 2 (one failure, one retry)", k, n)
+		}
 	}
 }

@@ -118,3 +118,12 @@ type PlatformFloors struct {
 	Mac int64 `json:"mac"`
 	Win int64 `json:"win"`
 }
+
+// Adjustment is the body of POST /admin/apps/{app_id}/adjustments.
+type Adjustment struct {
+	// AmountCents is signed: positive credits the wallet. Non-zero, at most
+	// 10,000,000 either way.
+	AmountCents int64 `json:"amount_cents"`
+	// Note says why (1 to 500 bytes); it is shown on the ledger line.
+	Note string `json:"note"`
+}

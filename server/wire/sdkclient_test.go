@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,6 +181,16 @@ func TestSDKClient(t *testing.T) {
 		assert.Equal(t, int64(5000), page.Lines[0].BalanceAfter)
 		assert.Nil(t, page.NextCursor)
 
+		// Operator adjustments: a credit, and a debit that would go below zero.
+		adj, err := c.AdminAdjustWallet(ctx, adv.AppID, xpromo.Adjustment{AmountCents: 1200, Note: "refund of ticket 4711"}, xpromo.WithIdempotencyKey("ticket-4711"))
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.LineAdjustment, adj.Type)
+		assert.Equal(t, int64(6200), adj.BalanceAfter)
+		require.NotNil(t, adj.Note)
+		assert.Equal(t, "refund of ticket 4711", *adj.Note)
+		_, err = c.AdminAdjustWallet(ctx, adv.AppID, xpromo.Adjustment{AmountCents: -1_000_000, Note: "too much"})
+		sdkErr(t, err, 409, "insufficient_funds")
+
 		// Campaigns.
 		_, err = advC.CreateCampaign(ctx, &xpromo.CreateCampaignRequest{AppID: adv.AppID, Categories: []string{"productivity"}, DailyBudgetCents: 999})
 		sdkErr(t, err, 422, xpromo.CodeBelowMinimum)
@@ -299,4 +310,78 @@ func TestSDKClientPayout(t *testing.T) {
 		types = append(types, line.Type)
 	}
 	assert.Equal(t, []xpromo.LineType{xpromo.LineEarn, xpromo.LinePayout}, types)
+}
+
+// lossyTransport delivers the first request matching lose to the server,
+// then throws the answer away and reports a broken connection, as when a
+// network drops a response.
+type lossyTransport struct {
+	base http.RoundTripper
+	lose func(*http.Request) bool
+	mu   sync.Mutex
+	lost []*http.Request
+}
+
+func (t *lossyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil && len(t.lost) == 0 && t.lose(r) {
+		t.lost = append(t.lost, r)
+		resp.Body.Close()
+		return nil, errors.New("connection reset by peer (simulated)")
+	}
+	return resp, err
+}
+
+// TestSDKClientRetryIsIdempotent: a POST whose answer is lost is retried
+// with the same Idempotency-Key, and the real server runs it once.
+func TestSDKClientRetryIsIdempotent(t *testing.T) {
+	s := storagetest.SQLite(t)
+	chk := openapitest.New(t)
+	a := start(t, chk, s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+	ctx := context.Background()
+	lossy := &lossyTransport{base: chk.Transport(http.DefaultTransport), lose: func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/top-up")
+	}}
+	c := xpromo.NewClient(a.url, xpromo.WithHTTPClient(&http.Client{Transport: lossy}), xpromo.WithRetryWait(time.Millisecond, time.Millisecond))
+	adv, err := c.RegisterApp(ctx, sdkRegistration("Advertiser", "com.example.adv"))
+	require.NoError(t, err)
+	advC := c.With(xpromo.WithAPIKey(adv.APIKey))
+
+	var resp xpromo.Response
+	top, err := advC.TopUp(ctx, adv.AppID, &xpromo.TopUpParams{AmountCents: 5000}, xpromo.WithResponse(&resp))
+	require.NoError(t, err)
+	require.Len(t, lossy.lost, 1, "the first answer was lost")
+	assert.Equal(t, lossy.lost[0].Header.Get("Idempotency-Key"), resp.IdempotencyKey, "the retry reused the key")
+	assert.True(t, resp.Replayed, "the server answered the retry from the first run")
+	_, err = c.CompleteTestCheckout(ctx, top.CheckoutURL)
+	require.NoError(t, err)
+	var lines []xpromo.LedgerLine
+	for line, err := range advC.LedgerLines(ctx, adv.AppID, nil) {
+		require.NoError(t, err)
+		lines = append(lines, line)
+	}
+	require.Len(t, lines, 1, "one top-up")
+	assert.Equal(t, int64(5000), lines[0].BalanceAfter)
+}
+
+// TestSDKClientRateLimited: the real server's 429 reaches the caller as an
+// *Error with retry_after when the wait is longer than the client may wait.
+func TestSDKClientRateLimited(t *testing.T) {
+	s := storagetest.SQLite(t)
+	a := start(t, openapitest.New(t), s, wire.Config{ReadLimit: 2, WriteLimit: 2})
+	c := xpromo.NewClient(a.url, xpromo.WithMaxRetryAfter(0))
+	for range 2 {
+		_, err := c.GetRateCard(context.Background())
+		require.NoError(t, err)
+	}
+	var resp xpromo.Response
+	_, err := c.GetRateCard(context.Background(), xpromo.WithResponse(&resp))
+	sdkErr(t, err, 429, xpromo.CodeRateLimited)
+	var e *xpromo.Error
+	require.True(t, errors.As(err, &e))
+	require.NotNil(t, e.RetryAfter)
+	assert.True(t, e.RetryAfter.After(a.clock.Now()))
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 }
