@@ -1,6 +1,7 @@
 package xpromo
 
 import (
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/base64"
@@ -309,6 +310,10 @@ type request struct {
 // (unless out is nil). body, when not nil, is sent as JSON. It is for
 // endpoints this version of the client does not wrap yet.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any, opts ...CallOption) error {
+	if !strings.HasPrefix(path, "/") {
+		// Never an absolute URL: the API key must not leave the server.
+		return fmt.Errorf("xpromo: Do: path %q must start with /", path)
+	}
 	p, rawQuery, _ := strings.Cut(path, "?")
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -384,6 +389,9 @@ func decodeBody(body []byte, out any) error {
 	case *json.RawMessage:
 		*o = body
 		return nil
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil // no content: out keeps its zero value
 	}
 	return json.Unmarshal(body, out)
 }

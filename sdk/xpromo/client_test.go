@@ -617,6 +617,9 @@ func TestDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := f.requests()[0]
+	if err := f.client().Do(context.Background(), "GET", "http://elsewhere.example/v1/x", nil, nil); err == nil {
+		t.Error("Do accepted an absolute URL (the API key would leave the server)")
+	}
 	if out.Echo != "POST /v1/future/thing?x=1" || r.Body != `{"a":1}` || r.Header.Get("Idempotency-Key") == "" || r.Header.Get("Authorization") != "Bearer xp_test_key" {
 		t.Errorf("echo %q, request %+v", out.Echo, r)
 	}

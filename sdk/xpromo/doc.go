@@ -56,7 +56,9 @@
 // to WithMaxRetryAfter. Other 4xx are never retried. Every POST carries an
 // Idempotency-Key, random per call and the same on each of its retries, so
 // a retried POST runs once on the server; pass your own with
-// WithIdempotencyKey to make a call safe to repeat across processes.
+// WithIdempotencyKey to make a call safe to repeat across processes. A 409
+// idempotency_key_in_use means the first attempt of that key is still
+// running on the server: retry later with the same key.
 // Cancelling the context stops a call, including a wait between retries.
 //
 // # Credentials
@@ -66,10 +68,7 @@
 // Client.With derives a client with other credentials sharing the same
 // connections.
 //
-// # Wire types
-//
-// JSON field names follow the API document exactly; fields the document
-// marks "or null" are pointers and are always emitted (as null when nil);
-// optional request fields are omitted when unset. Amounts are in euro
-// cents: one credit is one euro cent, currency EUR.
+// The package also holds the wire types of the API (types.go, enums.go,
+// errors.go), shared with the server, the MCP server, the CLI and the
+// conformance suite.
 package xpromo
