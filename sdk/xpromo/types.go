@@ -1,4 +1,4 @@
-// Package xpromo holds the wire types of the xpromo REST API v1 (base path /v1).
+// The wire types of the xpromo REST API v1 (base path /v1).
 //
 // The server and the clients (SDK client, MCP server, CLI, conformance suite)
 // share these definitions, so they cannot drift. JSON field names follow the
@@ -8,6 +8,7 @@
 // emitted as [] / {} rather than null, even when the Go value is nil.
 //
 // Amounts are in euro cents: one credit is one euro cent, currency EUR.
+
 package xpromo
 
 import (
