@@ -3,6 +3,7 @@ package attribution
 import (
 	"errors"
 	"net/url"
+	"strings"
 )
 
 // HandoffParam is the query parameter that carries a click token in the
@@ -15,6 +16,7 @@ const HandoffParam = "xpromo_click"
 
 // HandoffURL returns downloadURL with the click token set as HandoffParam
 // (replacing any earlier one). downloadURL must be an absolute http(s) URL.
+// The advertiser's SDK reads it back with slots.TokenFromURL.
 func HandoffURL(downloadURL, token string) (string, error) {
 	u, err := url.Parse(downloadURL)
 	if err != nil {
@@ -23,19 +25,18 @@ func HandoffURL(downloadURL, token string) (string, error) {
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return "", errors.New("attribution: download URL is not an absolute http(s) URL")
 	}
-	q := u.Query()
-	q.Set(HandoffParam, token)
-	u.RawQuery = q.Encode()
-	return u.String(), nil
-}
-
-// TokenFromURL returns the click token a handoff URL carries, if any. It
-// does not parse the token.
-func TokenFromURL(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", false
+	// Keep the rest of the query exactly as the advertiser wrote it (order,
+	// escaping): only earlier HandoffParam pairs go.
+	var kept []string
+	if u.RawQuery != "" {
+		for _, pair := range strings.Split(u.RawQuery, "&") {
+			key, _, _ := strings.Cut(pair, "=")
+			if k, err := url.QueryUnescape(key); err == nil && k == HandoffParam {
+				continue
+			}
+			kept = append(kept, pair)
+		}
 	}
-	v := u.Query().Get(HandoffParam)
-	return v, v != ""
+	u.RawQuery = strings.Join(append(kept, HandoffParam+"="+url.QueryEscape(token)), "&")
+	return u.String(), nil
 }

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"net/url"
 	"testing"
 	"time"
 )
@@ -15,24 +16,23 @@ func TestHandoffURL(t *testing.T) {
 	if u != want {
 		t.Errorf("HandoffURL:\n got %s\nwant %s", u, want)
 	}
-	got, ok := TokenFromURL(u)
-	if !ok || got != tok {
-		t.Fatalf("TokenFromURL = %q %v", got, ok)
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Query().Get(HandoffParam) != tok {
+		t.Fatalf("token does not read back from %s: %v", u, err)
 	}
 	// Setting again replaces.
 	u2, _ := HandoffURL(u, "a.b.c")
-	if got, _ := TokenFromURL(u2); got != "a.b.c" {
-		t.Errorf("replaced token = %q", got)
+	if p2, _ := url.Parse(u2); len(p2.Query()[HandoffParam]) != 1 || p2.Query().Get(HandoffParam) != "a.b.c" {
+		t.Errorf("replaced: %s", u2)
+	}
+	// The advertiser's own parameters keep their order and spelling.
+	u3, _ := HandoffURL("https://dl.example.com/a.dmg?z=1&a=x+y&xpromo_click=old&b=%2F", tok)
+	if want := "https://dl.example.com/a.dmg?z=1&a=x+y&b=%2F&xpromo_click=" + tok; u3 != want {
+		t.Errorf("HandoffURL:\n got %s\nwant %s", u3, want)
 	}
 	for _, bad := range []string{"ftp://x/y", "/relative", "https://", "::"} {
 		if _, err := HandoffURL(bad, tok); err == nil {
 			t.Errorf("HandoffURL(%q) accepted", bad)
 		}
-	}
-	if _, ok := TokenFromURL("https://dl.example.com/Snip.zip"); ok {
-		t.Error("token found in a URL without one")
-	}
-	if _, ok := TokenFromURL("%zz"); ok {
-		t.Error("token found in an unparsable URL")
 	}
 }
