@@ -157,8 +157,8 @@ func checkIdempotencyScope(c *C) {
 func checkIdempotencyKeyMalformed(c *C) {
 	a := c.NewApp()
 	for what, key := range map[string]string{
-		"256 characters":    strings.Repeat("k", 256),
-		"a non-ASCII byte":  "clé",
+		"256 characters":      strings.Repeat("k", 256),
+		"a non-ASCII byte":    "clé",
 		"an empty key (\"\")": `""`,
 	} {
 		ex := c.Raw("POST", "/v1/apps/"+a.ID+"/top-up", []byte(`{"amount_cents": 5000}`),
