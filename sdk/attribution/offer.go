@@ -162,7 +162,7 @@ func VerifyOfferMAC(secret []byte, o Offer) error {
 
 // MACKeys holds the server's MAC secrets by id: the current one, which
 // SealOffer uses, and the previous ones kept while their offers can still
-// be in flight (OfferTTL + ClickTTL + skew after a rotation).
+// be in flight (OfferTTL + ClickTTL + 2 × skew after a rotation).
 type MACKeys map[string][]byte
 
 // Verify checks o's MAC under the secret its mac_kid names.
