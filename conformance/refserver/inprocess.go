@@ -55,25 +55,30 @@ func InProcess(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(func() { store.Close() })
 
-	var handler http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
+	// The listener exists before the server starts, so that the server
+	// knows its own URL (it hands out checkout URLs under it).
+	ts := httptest.NewUnstartedServer(nil)
+	baseURL := "http://" + ts.Listener.Addr().String()
 
 	token := "conformance-admin-" + randomToken()
 	srv, err := wire.New(wire.Config{
 		Mode:       httpapi.ModeTest,
 		AdminToken: token,
-		BaseURL:    ts.URL,
+		BaseURL:    baseURL,
 		ReadLimit:  ReadLimit,
 		WriteLimit: WriteLimit,
 		Logger:     opts.Logger,
 	}, store)
 	if err != nil {
+		ts.Listener.Close()
 		t.Fatalf("refserver: assembling the server: %v", err)
 	}
-	handler = srv
+	var handler http.Handler = srv
 	if opts.Wrap != nil {
 		handler = opts.Wrap(srv)
 	}
+	ts.Config.Handler = handler
+	ts.Start()
+	t.Cleanup(ts.Close)
 	return &Server{URL: ts.URL, AdminToken: token}
 }
