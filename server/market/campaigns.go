@@ -119,7 +119,11 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 		}
 		return tx.InsertCampaign(ctx, out)
 	})
-	return out, err
+	if err != nil {
+		return Campaign{}, err
+	}
+	s.afterChange(ctx)
+	return out, nil
 }
 
 // PauseCampaign pauses caller's campaign; pausing a paused campaign changes
@@ -160,7 +164,11 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 		out, err = withFloor(ctx, tx, c)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return Campaign{}, err
+	}
+	s.afterChange(ctx)
+	return out, nil
 }
 
 // Status is the status campaign c is in given the present state of its app

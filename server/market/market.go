@@ -19,6 +19,7 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ids"
+	"github.com/xpromo/xpromo/server/market/auction"
 )
 
 // Tx is what the market domain needs from a transaction.
@@ -59,6 +60,11 @@ type Tx interface {
 	AdvertiserHoldStats(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
 	// NetworkHoldStats aggregates every escrow hold opened in [from, to].
 	NetworkHoldStats(ctx context.Context, from, to time.Time) (HoldStats, error)
+
+	// DeliveryCampaigns returns every campaign that is not paused, ordered
+	// by id, each with its app's platform and status and the balance of the
+	// app's wallet (0 without one): what delivery is rebuilt from.
+	DeliveryCampaigns(ctx context.Context) ([]DeliveryCampaign, error)
 }
 
 // Floor is a row of the floor history of one (category, platform).
@@ -105,10 +111,45 @@ type Service struct {
 	// being recomputed; 0 means DefaultNetworkStatsEvery.
 	NetworkStatsEvery time.Duration
 
+	// Delivery (delivery.go).
+
+	// SpendToday returns each campaign's committed spend of the UTC day
+	// starting at dayStart (its escrow holds opened that day and not
+	// released, charged or not), by campaign id; a campaign missing from the
+	// map spent nothing. Attribution, which records which campaign each hold
+	// is for, provides it. nil means zero spend.
+	SpendToday func(ctx context.Context, dayStart time.Time) (map[string]int64, error)
+	// DeliveryRefreshEvery bounds how stale delivery may be; 0 means
+	// DefaultDeliveryRefreshEvery.
+	DeliveryRefreshEvery time.Duration
+	// ThrottledDailyCapCents is the daily cap of the campaigns of an app
+	// that is not live, together; 0 means DefaultThrottledDailyCapCents.
+	ThrottledDailyCapCents int64
+	// NewRand returns the random source of a new stream (which reserved
+	// positions each block gets, who wins a reserved fill or a tie); nil
+	// means ChaCha8 seeded from crypto/rand, so neither is predictable.
+	NewRand func() auction.Rand
+
+	// Trading (trading.go): the app status rules, applied through the apps
+	// domain's Transition.
+	Apps *apps.Service
+	// LiveMinCleared and LiveMinRetention are the go-live rule's thresholds;
+	// 0 means DefaultLiveMinCleared and DefaultLiveMinRetention.
+	LiveMinCleared   int64
+	LiveMinRetention float64
+
 	card       atomic.Pointer[cardSnapshot]
 	refreshing sync.Mutex
 	network    atomic.Pointer[networkSnapshot]
 	netMu      sync.Mutex
+
+	current   atomic.Pointer[delivery]
+	dirty     atomic.Bool
+	rebuildMu sync.Mutex                 // one rebuild at a time
+	streams   map[streamKey]*streamState // under rebuildMu; streams keep their schedule across rebuilds
+	spentMu   sync.Mutex                 // Spent against publishing an index
+	recording bool                       // under spentMu: a rebuild is reading the store
+	pending   []spendDelta               // under spentMu: Spent calls since it started
 }
 
 type cardSnapshot struct {
@@ -255,6 +296,7 @@ func (s *Service) CutFloor(ctx context.Context, category string, platform xpromo
 	// The cut is committed: a failed reload leaves the old snapshot, which
 	// is reloaded once it is RefreshEvery old.
 	_ = s.refresh(ctx)
+	s.afterChange(ctx)
 	return out, nil
 }
 

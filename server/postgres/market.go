@@ -149,3 +149,26 @@ func (t *tx) AdvertiserHoldStats(ctx context.Context, appID string, from, to tim
 func (t *tx) NetworkHoldStats(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
 	return t.holdStats(ctx, holdStats, from, to)
 }
+
+func (t *tx) DeliveryCampaigns(ctx context.Context) ([]market.DeliveryCampaign, error) {
+	var out []market.DeliveryCampaign
+	err := t.query(ctx, `SELECT c.id, c.app_id, c.categories::text, c.daily_budget_cents, c.max_bid_cents, c.paused, c.status, c.created_at, c.updated_at,
+  a.platform, a.status, coalesce(w.balance, 0)
+FROM campaigns c JOIN apps a ON a.id = c.app_id LEFT JOIN ledger_accounts w ON w.id = $1 || c.app_id
+WHERE NOT c.paused ORDER BY c.id`, []any{ledger.Wallet("")}, func(rows pgx.Rows) error {
+		var d market.DeliveryCampaign
+		var cats, status, platform, appStatus string
+		if err := rows.Scan(&d.ID, &d.AppID, &cats, &d.DailyBudgetCents, &d.MaxBidCents, &d.Paused, &status, &d.CreatedAt, &d.UpdatedAt,
+			&platform, &appStatus, &d.Balance); err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(cats), &d.Categories); err != nil {
+			return fmt.Errorf("postgres: campaign %s: categories: %w", d.ID, err)
+		}
+		d.Status, d.Platform, d.AppStatus = xpromo.CampaignStatus(status), xpromo.Platform(platform), xpromo.AppStatus(appStatus)
+		d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+		out = append(out, d)
+		return nil
+	})
+	return out, wrap(err, "reading campaigns for delivery")
+}

@@ -157,3 +157,34 @@ func (t *tx) AdvertiserHoldStats(ctx context.Context, appID string, from, to tim
 func (t *tx) NetworkHoldStats(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
 	return t.holdStats(ctx, holdStats, micros(from), micros(to))
 }
+
+func (t *tx) DeliveryCampaigns(ctx context.Context) ([]market.DeliveryCampaign, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT c.id, c.app_id, c.categories, c.daily_budget_cents, c.max_bid_cents, c.paused, c.status, c.created_at, c.updated_at,
+  a.platform, a.status, coalesce(w.balance, 0)
+FROM campaigns c JOIN apps a ON a.id = c.app_id LEFT JOIN ledger_accounts w ON w.id = ? || c.app_id
+WHERE NOT c.paused ORDER BY c.id`, ledger.Wallet(""))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []market.DeliveryCampaign
+	for rows.Next() {
+		var d market.DeliveryCampaign
+		var cats string
+		var maxBid sql.NullInt64
+		var created, updated int64
+		if err := rows.Scan(&d.ID, &d.AppID, &cats, &d.DailyBudgetCents, &maxBid, &d.Paused, &d.Status, &created, &updated,
+			&d.Platform, &d.AppStatus, &d.Balance); err != nil {
+			return nil, wrap(err)
+		}
+		if err := json.Unmarshal([]byte(cats), &d.Categories); err != nil {
+			return nil, fmt.Errorf("sqlite: campaign %s: categories: %w", d.ID, err)
+		}
+		if maxBid.Valid {
+			d.MaxBidCents = &maxBid.Int64
+		}
+		d.CreatedAt, d.UpdatedAt = fromMicros(created), fromMicros(updated)
+		out = append(out, d)
+	}
+	return out, wrap(rows.Err())
+}

@@ -10,9 +10,17 @@ import (
 
 // marketService loads the categories, reconciles their floors with the
 // stored floor history (a configured floor above the current one fails with
-// floor_cannot_rise, and the server must not start) and builds the service.
+// floor_cannot_rise, and the server must not start) and builds the service:
+// rate card, campaigns, stats, delivery and the trading rules.
 func marketService(cfg Config, store storage.Store) (*market.Service, error) {
 	catalogue, err := market.LoadCatalogue(cfg.CategoriesFile)
+	if err != nil {
+		return nil, err
+	}
+	// The trading rules move app statuses through the apps domain's
+	// Transition (the service is stateless: this instance is as good as the
+	// one the API uses).
+	appsSvc, _, err := appsServices(cfg, store)
 	if err != nil {
 		return nil, err
 	}
@@ -21,6 +29,10 @@ func marketService(cfg Config, store storage.Store) (*market.Service, error) {
 		View:      market.Txer(storage.Viewer[market.Tx](store)),
 		Now:       cfg.Now,
 		Catalogue: catalogue,
+		Apps:      appsSvc,
+		// SpendToday is set by the attribution wiring, which owns the
+		// record of which campaign each hold is for. Delivery is built on
+		// the first fill (or Rebuild), once it is set.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
