@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,5 +463,111 @@ func TestTradingRules(t *testing.T) {
 		assert.False(t, clearing(), "the clearings are older than 30 days")
 		install("charge")
 		assert.False(t, clearing(), "1 cleared in the window")
+	})
+}
+
+// Fills, claims, refunds and rebuilds all at once on a real store (run with
+// -race). The claims' spend is the truth SpendToday reads, as attribution's
+// tables are. Whatever the interleaving: no budget is exceeded, delivery
+// never counts less spend than the truth (a rebuild may count a hold twice,
+// never miss one), and a rebuild at rest makes it exact.
+func TestDeliveryConcurrentRebuilds(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		w := newWorld(t, s)
+		pub := w.app("mac", "alpha", "approved", 0)
+		type cmp struct{ id, app string }
+		var cmps []cmp
+		budgets := map[string]int64{}
+		for i := range 6 {
+			app := w.app("mac", "", "live", 1_000_000)
+			id := w.campaign(app, 1000+int64(i)*700, 300+int64(i)*50, "alpha")
+			cmps = append(cmps, cmp{id, app})
+			budgets[id] = 1000 + int64(i)*700
+		}
+		appOf := map[string]string{}
+		for _, c := range cmps {
+			appOf[c.id] = c.app
+		}
+		ctx := w.ctx
+		require.NoError(t, w.mkt.Rebuild(ctx))
+
+		type hold struct {
+			campaign string
+			price    int64
+		}
+		var done sync.WaitGroup
+		stop := make(chan struct{})
+		var rebuilds atomic.Int64
+		var rebuilder sync.WaitGroup
+		rebuilder.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				w.mkt.Invalidate()
+				if err := w.mkt.Rebuild(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				rebuilds.Add(1)
+			}
+		})
+		for g := range 6 {
+			done.Go(func() {
+				var mine []hold
+				// Until the rebuilder has rebuilt 20 times, so that
+				// rebuilds overlap fills, claims and refunds.
+				for i := 0; i < 60 || rebuilds.Load() < 20; i++ {
+					a, ok, err := w.mkt.Fill(ctx, market.FillRequest{PublisherAppID: pub, Category: "alpha", Platform: "mac"})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if ok {
+						w.mu.Lock() // the claim transaction
+						err := market.CheckBudget(budgets[a.CampaignID], w.spend[a.CampaignID], a.PriceCents)
+						if err == nil {
+							w.spend[a.CampaignID] += a.PriceCents
+						}
+						w.mu.Unlock()
+						if err == nil {
+							w.mkt.Spent(a.CampaignID, a.AdvertiserAppID, a.PriceCents, w.clk.Now())
+							mine = append(mine, hold{a.CampaignID, a.PriceCents})
+						}
+					}
+					if (g+i)%4 == 0 && len(mine) > 0 { // a refund
+						h := mine[len(mine)-1]
+						mine = mine[:len(mine)-1]
+						w.mu.Lock()
+						w.spend[h.campaign] -= h.price
+						w.mu.Unlock()
+						w.mkt.Spent(h.campaign, appOf[h.campaign], -h.price, w.clk.Now())
+					}
+				}
+			})
+		}
+		done.Wait()
+		close(stop)
+		rebuilder.Wait()
+		t.Logf("%d rebuilds during the run", rebuilds.Load())
+
+		appTruth := map[string]int64{}
+		for _, c := range cmps {
+			truth := w.spend[c.id]
+			appTruth[c.app] += truth
+			assert.LessOrEqual(t, truth, budgets[c.id], "%s beyond its budget", c.id)
+			mem, ok := market.MemorySpent(w.mkt, c.id)
+			require.True(t, ok)
+			assert.GreaterOrEqual(t, mem, truth, "%s: delivery counts less spend than committed", c.id)
+		}
+		require.NoError(t, w.mkt.Rebuild(ctx))
+		for _, c := range cmps {
+			mem, _ := market.MemorySpent(w.mkt, c.id)
+			assert.Equal(t, w.spend[c.id], mem, "%s after a rebuild at rest", c.id)
+			memApp, _ := market.MemoryAppSpent(w.mkt, c.app)
+			assert.Equal(t, appTruth[c.app], memApp)
+		}
 	})
 }
