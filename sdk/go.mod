@@ -2,6 +2,9 @@ module github.com/xpromo/xpromo/sdk
 
 go 1.26.8
 
-require github.com/hashicorp/go-retryablehttp v0.7.8
+require (
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	golang.org/x/sys v0.49.0
+)
 
 require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect

@@ -17,12 +17,13 @@ import (
 // EventKind says what an SDK event reports.
 type EventKind string
 
-// Event kinds.
+// Event kinds: one per SDK endpoint that reports something. (Impressions
+// have no event of their own: the server counts each fill as one, and the
+// SDK asks for a fill only when the slot is about to be shown.)
 const (
-	EventImpression EventKind = "impression"
-	EventClick      EventKind = "click"
-	EventInstall    EventKind = "install"
-	EventHeartbeat  EventKind = "heartbeat"
+	EventClick     EventKind = "click"     // POST /v1/sdk/click
+	EventInstall   EventKind = "install"   // POST /v1/sdk/install
+	EventHeartbeat EventKind = "heartbeat" // POST /v1/sdk/heartbeat
 )
 
 // Event is one report waiting in the offline queue: the API path it is
@@ -158,16 +159,27 @@ func OpenQueue(path string, opts QueueOptions) (*Queue, error) {
 	return q, nil
 }
 
-// Enqueue journals a new event (fsynced before it returns) and wakes Run.
-// body is marshalled to JSON now, so later changes to it are not seen.
+// Enqueue journals a new event with a random idempotency key (fsynced
+// before it returns) and wakes Run. body is marshalled to JSON now, so
+// later changes to it are not seen.
 func (q *Queue) Enqueue(kind EventKind, path string, body any) (Event, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return Event{}, fmt.Errorf("slots: event body: %w", err)
-	}
 	key, err := newIdempotencyKey()
 	if err != nil {
 		return Event{}, err
+	}
+	return q.EnqueueWithKey(kind, path, key, body)
+}
+
+// EnqueueWithKey is Enqueue with the caller's idempotency key, for events
+// that may be enqueued again after a crash (the same key and body make the
+// server answer the second copy from the first).
+func (q *Queue) EnqueueWithKey(kind EventKind, path, key string, body any) (Event, error) {
+	if key == "" || len(key) > 255 {
+		return Event{}, errors.New("slots: idempotency key must be 1 to 255 characters")
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return Event{}, fmt.Errorf("slots: event body: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -78,7 +78,7 @@ func TestQueueDeliversEveryEventAtLeastOnceInOrder(t *testing.T) {
 			for step := 0; step < 60; step++ {
 				switch op := r.IntN(10); {
 				case op < 5:
-					e, err := q.Enqueue(EventKind([]string{"impression", "click", "install", "heartbeat"}[r.IntN(4)]), "/v1/sdk/x", map[string]int{"step": step})
+					e, err := q.Enqueue(EventKind([]string{"click", "install", "heartbeat"}[r.IntN(3)]), "/v1/sdk/x", map[string]int{"step": step})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -183,7 +183,7 @@ func TestQueueRetryableErrorKeepsHeadAndOrder(t *testing.T) {
 	}
 	defer q.Close()
 	for i := range 3 {
-		q.Enqueue(EventImpression, "/v1/sdk/impression", i)
+		q.Enqueue(EventClick, "/v1/sdk/click", i)
 	}
 	if err := q.Flush(context.Background()); !xpromo.IsCode(err, xpromo.CodeRateLimited) {
 		t.Fatalf("flush while rate limited: %v", err)
@@ -322,9 +322,9 @@ func TestQueueFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	q.Enqueue(EventImpression, "/p", 1)
-	q.Enqueue(EventImpression, "/p", 2)
-	if _, err := q.Enqueue(EventImpression, "/p", 3); !errors.Is(err, ErrQueueFull) {
+	q.Enqueue(EventClick, "/p", 1)
+	q.Enqueue(EventClick, "/p", 2)
+	if _, err := q.Enqueue(EventClick, "/p", 3); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("third enqueue: %v", err)
 	}
 }

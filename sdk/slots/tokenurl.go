@@ -27,18 +27,29 @@ const maxURLLen = 4 * attribution.MaxTokenSize
 // server's business). When the parameter repeats, the first that parses
 // wins.
 func TokenFromURL(raw string) (string, bool) {
+	toks := clickTokensInURL(raw)
+	if len(toks) == 0 {
+		return "", false
+	}
+	return toks[0], true
+}
+
+// clickTokensInURL returns every TokenParam value of raw that parses as a
+// click token, in order.
+func clickTokensInURL(raw string) []string {
 	raw = strings.TrimSpace(raw)
 	if len(raw) > maxURLLen {
-		return "", false
+		return nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", false
+		return nil
 	}
+	var out []string
 	for _, t := range u.Query()[TokenParam] {
 		if _, err := attribution.ParseClick(t); err == nil {
-			return t, true
+			out = append(out, t)
 		}
 	}
-	return "", false
+	return out
 }
