@@ -88,6 +88,7 @@ const (
 	SDKKeyRevoked            = "sdk_key_revoked"
 	TooManySDKKeys           = "too_many_sdk_keys"
 	InvalidDuration          = "invalid_duration"
+	InvalidSlot              = "invalid_slot"
 )
 
 // catalogue maps a code to its entries; the first is the default status.
@@ -176,6 +177,7 @@ func init() {
 	def(SDKKeyInUse, 409, "The SDK public key is registered to another app.")
 	def(SDKKeyRevoked, 409, "The SDK key was revoked; a revoked key is never registered again (generate a new one).")
 	def(TooManySDKKeys, 409, "The app already has 10 SDK keys that are not revoked; revoke one first.")
+	def(InvalidSlot, 422, "`slot` of a fill is not one of `onboarding_complete`, `update_installed`, `about_window`, `settings_idle`, `before_quit`.")
 	def(InvalidDuration, 422, "`seconds` is not an integer from 1 to 31536000 (one year).")
 }
 

@@ -16,6 +16,7 @@ import (
 	"reflect"
 
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
@@ -29,6 +30,7 @@ type Tx interface {
 	market.Tx
 	payments.Tx
 	idempotency.Tx
+	attribution.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

@@ -1,0 +1,345 @@
+// Package attribution is the server side of xpromo's deterministic install
+// attribution: the SDK keys apps register, the fill that seals an offer, the
+// click that records it, the install claim that verifies both SDK
+// signatures and the fraud rules and holds escrow, the heartbeats that
+// activate an install after 48 hours, and the sweep that clears activated
+// chains and refunds the others.
+//
+// A chain is one click's life: clicked → installed → activated_48h →
+// cleared, or refunded (no heartbeat in its window), or rejected (with a
+// stable reason code). Every state change commits in one transaction with
+// its ledger lines (ledger.Apply) and its outbox events. The token format
+// and its cryptography are sdk/attribution's; this package adds what needs
+// the server's state: registered keys, single use, the fraud rules, money.
+//
+// docs/attribution.md describes the states, the rules and their thresholds,
+// the sweep and the outbox; integration-guide.md the wire protocol.
+package attribution
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	token "github.com/xpromo/xpromo/sdk/attribution"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
+)
+
+// State is the state of a chain.
+type State string
+
+// Chain states.
+const (
+	StateClicked   State = "clicked"       // the publisher's SDK reported a signed click
+	StateInstalled State = "installed"     // the advertiser's SDK countersigned; escrow is held
+	StateActivated State = "activated_48h" // a heartbeat came in [48 h, 72 h) after the install
+	StateCleared   State = "cleared"       // settled: the advertiser paid, the publisher earned
+	StateRefunded  State = "refunded"      // no heartbeat in the window; the hold went back
+	StateRejected  State = "rejected"      // refused, with a stable reason code
+)
+
+// Valid reports whether s is a chain state.
+func (s State) Valid() bool {
+	switch s {
+	case StateClicked, StateInstalled, StateActivated, StateCleared, StateRefunded, StateRejected:
+		return true
+	}
+	return false
+}
+
+// The activation window: the first heartbeat at or after ActivationAfter
+// and before ActivationWindowEnd (both from the install) activates a chain;
+// a chain still installed at ActivationWindowEnd is refunded by the sweep.
+const (
+	ActivationAfter     = 48 * time.Hour
+	ActivationWindowEnd = 72 * time.Hour
+)
+
+// Chain is the record of one click and what followed it. The click token and
+// the countersignature are kept exactly as presented: anyone holding the two
+// apps' public SDK keys can verify them again.
+//
+// A claim refused before it was authenticated (a bad signature, a replay, an
+// expired token, the wrong app) does not touch the chain it names: it is
+// recorded as a chain of its own, rejected from the start, with Nonce empty
+// and ClaimedNonce set, so a third party who saw a click token cannot burn
+// it. Such a record names only the apps and campaign that the server's MAC
+// vouched for.
+type Chain struct {
+	ID    string
+	Nonce string // the offer's jti; "" on the record of a refused claim
+	// ClaimedNonce is the jti a refused claim named, on its record.
+	ClaimedNonce string
+	State        State
+	Reason       string // the reason code of a rejected chain
+
+	CampaignID      string
+	PublisherAppID  string
+	AdvertiserAppID string
+	Category        string
+	Platform        xpromo.Platform
+	PriceCents      int64
+
+	OfferedAt time.Time // oat, server clock
+	ClickedAt time.Time // iat, device clock
+	ExpiresAt time.Time // exp = iat + 15 minutes
+
+	ClickToken   string // the compact JWS signed by the publisher's SDK
+	TokenHash    string // its hash, the "th" of countersignature and heartbeats
+	PublisherKID string
+
+	Countersignature string // the compact JWS signed by the advertiser's SDK
+	AdvertiserKID    string
+	DeviceID         string
+	ClaimedAt        time.Time // cat, device clock; zero before the claim
+
+	ClickIP    string // as seen by the server; "" when the click was not reported
+	InstallIP  string
+	InstallASN int64 // 0 when unknown
+
+	InstalledAt time.Time // server clock; zero before the install
+	ActivatedAt time.Time
+	ResolvedAt  time.Time // when it was cleared, refunded or rejected
+
+	HeartbeatSeq    int64 // the highest heartbeat seq accepted
+	LastHeartbeatAt time.Time
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// HoldID is the id of the escrow hold of the chain's install (one per chain).
+func (c Chain) HoldID() string { return c.ID }
+
+// hold is the chain's escrow hold as the ledger sees it.
+func (c Chain) hold() ledger.Hold {
+	return ledger.Hold{ID: c.HoldID(), Advertiser: c.AdvertiserAppID, Publisher: c.PublisherAppID, Amount: c.PriceCents, ChainID: c.ID}
+}
+
+// Ledger operation keys of a chain, derived from its id so that a retry
+// never moves money twice.
+func holdKey(chainID string) string    { return "hold:" + chainID }
+func clearKey(chainID string) string   { return "clear:" + chainID }
+func releaseKey(chainID string) string { return "release:" + chainID }
+
+// SDKKey is an SDK public key registered to an app. ID is its key id
+// (sdk/attribution.KeyID): the kid of everything it signs. A revoked key
+// verifies nothing from its revocation on.
+type SDKKey struct {
+	ID        string
+	AppID     string
+	PublicKey ed25519.PublicKey
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is valid
+}
+
+// Revoked reports whether the key is revoked at t.
+func (k SDKKey) Revoked(t time.Time) bool { return !k.RevokedAt.IsZero() && !t.Before(k.RevokedAt) }
+
+// Event is a row of the transactional outbox, written in the transaction of
+// the state change it announces, for the webhook deliverer to send to AppID.
+type Event struct {
+	ID        string
+	Kind      string
+	AppID     string
+	Payload   json.RawMessage
+	CreatedAt time.Time
+}
+
+// Event kinds.
+const (
+	EventStateChanged = "chain.state_changed"
+	EventCleared      = "chain.cleared"
+	EventRejected     = "chain.rejected"
+)
+
+// FillCount is a number of fills (creatives served) of one campaign in one
+// publisher app on one UTC day.
+type FillCount struct {
+	Day             time.Time // midnight UTC
+	CampaignID      string
+	AdvertiserAppID string
+	PublisherAppID  string
+	Count           int64
+}
+
+// Due is a chain the sweep has claimed, with what settling it needs.
+type Due struct {
+	Chain
+	PublisherEarnMode ledger.EarnMode
+}
+
+// ChainStats are the chain aggregates of one advertiser app over a period
+// (market stats): each event counted at its own time in [From, To].
+type ChainStats struct {
+	Impressions   int64            // fills of the app's campaigns
+	Clicks        int64            // chains clicked
+	Installs      int64            // chains installed (escrow held)
+	Cleared       int64            // chains cleared
+	ClearedCents  int64            // the prices of those
+	WindowClosed  int64            // installs whose 72-hour window had closed by To
+	Activated     int64            // of those, the ones a heartbeat activated
+	FraudRejected map[string]int64 // rejected chains by fraud reason code
+}
+
+// NetworkStats are the network's chain aggregates over a period.
+type NetworkStats struct {
+	Chains        int64 // chains and refused-claim records created
+	FraudRejected int64 // of those, rejected with a fraud_ code
+	Claims        int64 // installs (accepted claims) whose window had closed
+	Survived      int64 // of those, activated (activated_48h or cleared)
+	// CPI is, per category, the sum and number of cleared prices.
+	CPISum   map[string]int64
+	CPICount map[string]int64
+}
+
+// Tx is what attribution needs from a transaction: the ledger's primitives
+// (an install's hold and its clearing commit with the chain), an app and a
+// campaign, and its own tables.
+type Tx interface {
+	ledger.Tx
+	GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error)
+	CampaignByID(ctx context.Context, id string) (market.Campaign, bool, error)
+
+	// InsertSDKKey stores a new key; a kid stored before makes it fail
+	// with an error wrapping ledger.ErrConflict.
+	InsertSDKKey(ctx context.Context, k SDKKey) error
+	// SDKKey returns the key with this id, and false when there is none.
+	SDKKey(ctx context.Context, kid string) (SDKKey, bool, error)
+	// AppSDKKeys returns an app's keys, oldest first.
+	AppSDKKeys(ctx context.Context, appID string) ([]SDKKey, error)
+	// RevokeSDKKey sets revoked_at on a key that has none.
+	RevokeSDKKey(ctx context.Context, kid string, at time.Time) error
+
+	// InsertChain stores a chain. When c.Nonce is set and a chain with that
+	// nonce exists, it writes nothing and returns false: single use is this
+	// atomic insert.
+	InsertChain(ctx context.Context, c Chain) (inserted bool, err error)
+	// ChainByNonce returns the chain of an offer nonce; with lock, the row
+	// stays locked (FOR UPDATE) until the transaction ends.
+	ChainByNonce(ctx context.Context, nonce string, lock bool) (Chain, bool, error)
+	// ChainByTokenHash returns the chain whose click token has this hash
+	// (refused-claim records excluded), locked with lock.
+	ChainByTokenHash(ctx context.Context, th string, lock bool) (Chain, bool, error)
+	// ChainByID returns a chain.
+	ChainByID(ctx context.Context, id string) (Chain, bool, error)
+	// UpdateChains writes the mutable columns of chains (state, reason,
+	// claim, install, activation, resolution, heartbeat, updated_at).
+	UpdateChains(ctx context.Context, cs []Chain) error
+
+	// LockCampaign locks a campaign row until the transaction ends, so that
+	// concurrent install claims of one campaign check its budget in turn.
+	LockCampaign(ctx context.Context, id string) error
+	// CampaignSpend sums the prices of the campaign's chains installed in
+	// [from, to) and not refunded or rejected.
+	CampaignSpend(ctx context.Context, campaignID string, from, to time.Time) (int64, error)
+	// SpendByCampaign is CampaignSpend for every campaign with any spend.
+	SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error)
+	// DeviceInstalled reports whether the device has an accepted install
+	// (installed_at set) of the advertiser's app.
+	DeviceInstalled(ctx context.Context, advertiserAppID, deviceID string) (bool, error)
+	// RecentInstalls counts accepted installs by device id since
+	// deviceSince and by install IP since ipSince.
+	RecentInstalls(ctx context.Context, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (byDevice, byIP int64, err error)
+
+	// DueChains claims up to limit chains due for settlement at now:
+	// activated_48h ones, and installed ones whose window closed
+	// (installed_at <= closedBefore). On PostgreSQL with FOR UPDATE SKIP
+	// LOCKED, so concurrent sweepers take disjoint batches.
+	DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]Due, error)
+
+	// InsertOutbox appends events to the outbox.
+	InsertOutbox(ctx context.Context, events []Event) error
+	// AddFillCounts adds counts to the stored per-day fill counters.
+	AddFillCounts(ctx context.Context, counts []FillCount) error
+
+	// AppChainStats aggregates an advertiser's chains and fills in [from, to].
+	AppChainStats(ctx context.Context, appID string, from, to time.Time) (ChainStats, error)
+	// NetworkChainStats aggregates every chain in [from, to].
+	NetworkChainStats(ctx context.Context, from, to time.Time) (NetworkStats, error)
+}
+
+// Txer runs fn in a transaction (storage.Updater / storage.Viewer).
+type Txer func(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+
+// Auction is the marketplace as attribution uses it (market.Service, through
+// an adapter in package wire).
+type Auction interface {
+	// Fill runs the auction for a publisher's slot; false: no campaign.
+	Fill(ctx context.Context, publisherAppID, category string, platform xpromo.Platform) (Award, bool, error)
+	// CheckBudget fails with budget_exhausted when price does not fit.
+	CheckBudget(dailyBudgetCents, spentTodayCents, priceCents int64) error
+	// Spent tells delivery, after the commit, that a hold opened at `at`
+	// (+price) or that a refund released one opened at `at` (-price).
+	Spent(campaignID, advertiserAppID string, deltaCents int64, at time.Time)
+	// RecordTrade applies the first-trade rule inside the transaction of an
+	// accepted install (apps still approved move to throttled); it locks
+	// both apps' rows, in the order given.
+	RecordTrade(ctx context.Context, tx Tx, appA, appB string) (changed bool, err error)
+	// RecordClearing applies the go-live rule inside the transaction that
+	// cleared an advertiser's install.
+	RecordClearing(ctx context.Context, tx Tx, advertiserAppID string) (changed bool, err error)
+	// Invalidate makes delivery rebuild (after a status change committed).
+	Invalidate()
+}
+
+// Award is the auction's answer: which campaign fills the slot, at what price.
+type Award struct {
+	CampaignID      string
+	AdvertiserAppID string
+	Category        string
+	Platform        xpromo.Platform
+	PriceCents      int64
+	FloorCents      int64
+	Reserved        bool
+}
+
+// IPClassifier tells datacenter addresses (hosting, cloud) from others.
+type IPClassifier interface {
+	// Classify returns the address's AS number (0 when unknown) and whether
+	// it belongs to a datacenter.
+	Classify(ip netip.Addr) (asn uint32, datacenter bool)
+}
+
+// Service is attribution's entry point; its fields are its dependencies.
+type Service struct {
+	Update Txer
+	View   Txer
+	Now    func() time.Time // the injected clock
+	// Auction runs fills and keeps delivery's spend.
+	Auction Auction
+	// MACKey seals offers; MACKeys verifies them (the current key and the
+	// previous ones still in flight).
+	MACKey  token.MACKey
+	MACKeys token.MACKeys
+	// IPs classifies client addresses for fraud_datacenter_asn; nil
+	// disables that rule (logged at start by the wiring).
+	IPs   IPClassifier
+	Rules Rules
+	Log   *slog.Logger
+	// SweepBatch is how many chains one sweep transaction settles; 0 means
+	// DefaultSweepBatch.
+	SweepBatch int
+	// CacheTTL is how long fill reuses an app's record; 0 means
+	// DefaultCacheTTL.
+	CacheTTL time.Duration
+
+	fills fillCounter
+	cache appCache
+}
+
+// now is the clock at the precision both stores keep.
+func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}

@@ -1,0 +1,551 @@
+package attribution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	token "github.com/xpromo/xpromo/sdk/attribution"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ids"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// fraudError is the error a refused message answers: its fraud code and a
+// message naming the check and, when one was recorded, the rejected chain.
+func fraudError(code, msg, chainID string) *apperr.Error {
+	if chainID != "" {
+		msg += " (recorded as rejected chain " + chainID + ")"
+	}
+	return apperr.New(code, "%s", msg)
+}
+
+// tokenErrorMessage is a verification failure's message without the
+// package prefix, with the reason: "offer MAC does not verify (bad_mac)".
+func tokenErrorMessage(err error) string {
+	var e *token.Error
+	if errors.As(err, &e) {
+		if e.Msg == "" {
+			return string(e.Reason)
+		}
+		return e.Msg + " (" + string(e.Reason) + ")"
+	}
+	return err.Error()
+}
+
+// IPKey is the form a client address is stored and counted in: an IPv4
+// address as is, an IPv6 address as its /64 (one subscriber's network).
+func IPKey(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return ""
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
+}
+
+// chainFromClick is a new clicked chain for a verified click token.
+func chainFromClick(c *token.Click, now time.Time) Chain {
+	o := c.Claims.Offer
+	return Chain{
+		ID: ids.New("chn"), Nonce: o.Nonce, State: StateClicked,
+		CampaignID: o.CampaignID, PublisherAppID: o.Publisher, AdvertiserAppID: o.Advertiser,
+		Category: o.Category, Platform: xpromo.Platform(o.Platform), PriceCents: o.PriceCents,
+		OfferedAt: c.Claims.Offer.Expires().Add(-token.OfferTTL), ClickedAt: c.Claims.IssuedTime(), ExpiresAt: c.Claims.ExpiresTime(),
+		ClickToken: c.Raw, TokenHash: c.Hash(), PublisherKID: c.Header.Kid,
+		CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+// refusal is a message refused before it was authenticated: it is recorded
+// as a rejected chain of its own and leaves the chain it names untouched.
+type refusal struct {
+	code  string
+	msg   string
+	click *token.Click // set when the click token parsed
+	// offerOK: the offer's MAC verified, so its apps and campaign are the
+	// server's own words and the record may name them.
+	offerOK          bool
+	countersignature string
+	deviceID         string
+	ip               string
+}
+
+// record is the rejected chain recording r.
+func (r refusal) record(now time.Time) Chain {
+	c := Chain{ID: ids.New("chn"), State: StateRejected, Reason: r.code, Countersignature: r.countersignature,
+		DeviceID: r.deviceID, InstallIP: r.ip, ResolvedAt: now, CreatedAt: now, UpdatedAt: now}
+	if r.click != nil {
+		c.ClaimedNonce, c.ClickToken, c.TokenHash, c.PublisherKID = r.click.Claims.Nonce, r.click.Raw, r.click.Hash(), r.click.Header.Kid
+		c.ClickedAt, c.ExpiresAt = r.click.Claims.IssuedTime(), r.click.Claims.ExpiresTime()
+		if r.offerOK {
+			o := r.click.Claims.Offer
+			c.CampaignID, c.PublisherAppID, c.AdvertiserAppID = o.CampaignID, o.Publisher, o.Advertiser
+			c.Category, c.Platform, c.PriceCents = o.Category, xpromo.Platform(o.Platform), o.PriceCents
+			c.OfferedAt = unixTime(o.OfferedAt)
+		}
+	}
+	return c
+}
+
+func unixTime(s int64) time.Time { return time.Unix(s, 0).UTC() }
+
+// refuse records r in a transaction of its own and returns its error.
+func (s *Service) refuse(ctx context.Context, r refusal) error {
+	now := s.now()
+	rec := r.record(now)
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if _, err := tx.InsertChain(ctx, rec); err != nil {
+			return err
+		}
+		return tx.InsertOutbox(ctx, rejectionEvents(rec, "", now))
+	})
+	if err != nil {
+		return err
+	}
+	s.log().Info("attribution message refused", "code", r.code, "chain_id", rec.ID, "detail", r.msg)
+	return fraudError(r.code, r.msg, rec.ID)
+}
+
+// verifyClick parses a click token and checks its offer's MAC, the
+// publisher's key and its signature: everything but the times.
+func (s *Service) verifyClick(ctx context.Context, raw string, now time.Time) (*token.Click, *refusal, error) {
+	click, err := token.ParseClick(raw)
+	if err != nil {
+		return nil, &refusal{code: FraudBadSignature, msg: "click token: " + tokenErrorMessage(err)}, nil
+	}
+	if err := s.MACKeys.Verify(click.Claims.Offer); err != nil {
+		return click, &refusal{code: FraudBadSignature, msg: "click token: " + tokenErrorMessage(err), click: click}, nil
+	}
+	key, found, err := s.sdkKey(ctx, click.Header.Kid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found || key.AppID != click.Claims.Publisher || key.Revoked(now) {
+		return click, &refusal{code: FraudBadSignature, offerOK: true, click: click,
+			msg: fmt.Sprintf("click token: SDK key %s is not a registered, unrevoked key of the publisher app %s", click.Header.Kid, click.Claims.Publisher)}, nil
+	}
+	if err := click.Verify(key.PublicKey); err != nil {
+		return click, &refusal{code: FraudBadSignature, offerOK: true, click: click, msg: "click token: " + tokenErrorMessage(err)}, nil
+	}
+	return click, nil, nil
+}
+
+// Click records a click the publisher's SDK reports: it verifies the token
+// (offer MAC, the publisher's registered SDK key, signature, times) and
+// inserts the chain, clicked, under the offer's nonce. Reporting the same
+// token again returns its chain (replayed true); another token with the
+// same nonce is fraud_token_reused. ip is the client's address.
+func (s *Service) Click(ctx context.Context, raw string, ip netip.Addr) (ch Chain, replayed bool, err error) {
+	now := s.now()
+	rules := s.Rules.withDefaults()
+	click, ref, err := s.verifyClick(ctx, raw, now)
+	if err != nil {
+		return Chain{}, false, err
+	}
+	if ref == nil {
+		if terr := click.CheckTime(now, rules.ClockSkew); terr != nil {
+			ref = &refusal{code: FraudTokenExpired, msg: "click token: " + tokenErrorMessage(terr), click: click, offerOK: true}
+		}
+	}
+	if ref != nil {
+		ref.ip = IPKey(ip)
+		return Chain{}, false, s.refuse(ctx, *ref)
+	}
+	var refused *Chain
+	err = s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		refused, replayed = nil, false
+		ch = chainFromClick(click, now)
+		ch.ClickIP = IPKey(ip)
+		inserted, err := tx.InsertChain(ctx, ch)
+		if err != nil || inserted {
+			return err
+		}
+		existing, found, err := tx.ChainByNonce(ctx, ch.Nonce, false)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("attribution: chain of nonce %s neither inserted nor found", ch.Nonce)
+		}
+		if existing.TokenHash == ch.TokenHash {
+			ch, replayed = existing, true
+			return nil
+		}
+		rec := refusal{code: FraudTokenReused, click: click, offerOK: true, ip: IPKey(ip)}.record(now)
+		refused = &rec
+		if _, err := tx.InsertChain(ctx, rec); err != nil {
+			return err
+		}
+		return tx.InsertOutbox(ctx, rejectionEvents(rec, "", now))
+	})
+	if err != nil {
+		return Chain{}, false, err
+	}
+	if refused != nil {
+		return Chain{}, false, fraudError(FraudTokenReused, "click token: offer "+click.Claims.Nonce+" was already clicked with another token", refused.ID)
+	}
+	return ch, replayed, nil
+}
+
+// Claim is an install claim: the click token, the advertiser SDK's
+// countersignature over it, and the client's address.
+type Claim struct {
+	Token            string
+	Countersignature string
+	IP               netip.Addr
+}
+
+// Install handles an install claim of the advertiser's SDK. Before touching
+// any chain it verifies the click token (offer MAC, the publisher's key and
+// signature), the countersignature (the advertiser's registered key, its
+// signature, its binding to the token, the claiming app) and the times; a
+// failure there is recorded as a refused claim and leaves the chain alone.
+// Then, in one transaction, it takes the chain by nonce (inserting it when
+// the click was never reported) and:
+//
+//   - a chain already claimed is fraud_token_reused (the same
+//     countersignature again returns the chain, replayed);
+//   - the fraud rules (self promotion, datacenter ASN, CTIT, device reused,
+//     install velocity), the campaign's daily budget and the advertiser's
+//     wallet are checked; a failure rejects the chain with its code;
+//   - otherwise the chain becomes installed, escrow is held (ledger
+//     escrow_hold, keyed by the chain) and the outbox gets its events.
+func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool, err error) {
+	now := s.now()
+	rules := s.Rules.withDefaults()
+	ipKey := IPKey(c.IP)
+	click, ref, err := s.verifyClick(ctx, c.Token, now)
+	if err != nil {
+		return Chain{}, false, err
+	}
+	var in *token.Install
+	if ref == nil {
+		in, ref, err = s.verifyCountersignature(ctx, c.Countersignature, click, now)
+		if err != nil {
+			return Chain{}, false, err
+		}
+	}
+	if ref == nil {
+		if terr := in.CheckTime(click, now, rules.ClockSkew); terr != nil {
+			ref = &refusal{code: FraudTokenExpired, msg: "install claim: " + tokenErrorMessage(terr), click: click, offerOK: true}
+		}
+	}
+	if ref != nil {
+		ref.countersignature, ref.ip = c.Countersignature, ipKey
+		if in != nil {
+			ref.deviceID = in.Claims.DeviceID
+		}
+		return Chain{}, false, s.refuse(ctx, *ref)
+	}
+
+	// The claim is authentic. Everything below happens in one transaction.
+	var outcome *apperr.Error
+	var refusedID string
+	var traded bool
+	err = s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		outcome, refusedID, replayed, traded = nil, "", false, false
+		var err error
+		ch, err = s.takeChain(ctx, tx, click, now)
+		if err != nil {
+			return err
+		}
+		if ch.TokenHash != click.Hash() || ch.State != StateClicked {
+			if ch.TokenHash == click.Hash() && ch.Countersignature == c.Countersignature {
+				// The same claim again (a retry): its outcome, unchanged.
+				replayed = true
+				if ch.State == StateRejected {
+					outcome = fraudError(ch.Reason, "install claim: this claim was already refused", ch.ID)
+				}
+				return nil
+			}
+			rec := refusal{code: FraudTokenReused, click: click, offerOK: true, countersignature: c.Countersignature,
+				deviceID: in.Claims.DeviceID, ip: ipKey}.record(now)
+			refusedID = rec.ID
+			outcome = fraudError(FraudTokenReused, "install claim: the click token was already used", rec.ID)
+			if _, err := tx.InsertChain(ctx, rec); err != nil {
+				return err
+			}
+			return tx.InsertOutbox(ctx, rejectionEvents(rec, "", now))
+		}
+		prev := ch.State
+		ch.Countersignature, ch.AdvertiserKID, ch.DeviceID = c.Countersignature, in.Header.Kid, in.Claims.DeviceID
+		ch.ClaimedAt, ch.InstallIP, ch.UpdatedAt = in.Claims.ClaimedTime(), ipKey, now
+		if c.IP.IsValid() && s.IPs != nil {
+			asn, _ := s.IPs.Classify(c.IP)
+			ch.InstallASN = int64(asn)
+		}
+		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, now, rules)
+		if err != nil {
+			return err
+		}
+		if code == "" {
+			code, msg, err = s.hold(ctx, tx, &ch, now)
+			if err != nil {
+				return err
+			}
+		}
+		if code != "" {
+			ch.State, ch.Reason, ch.ResolvedAt = StateRejected, code, now
+			outcome = fraudError(code, "install claim: "+msg, ch.ID)
+			if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+				return err
+			}
+			return tx.InsertOutbox(ctx, rejectionEvents(ch, prev, now))
+		}
+		ch.State, ch.InstalledAt = StateInstalled, now
+		if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+			return err
+		}
+		if err := tx.InsertOutbox(ctx, stateEvents(ch, prev, now)); err != nil {
+			return err
+		}
+		// The first trade moves approved apps to throttled. The app rows are
+		// locked after the accounts (as the sweep does) and in id order, so
+		// claims and sweeps cannot deadlock on them.
+		a, b := ch.AdvertiserAppID, ch.PublisherAppID
+		if b < a {
+			a, b = b, a
+		}
+		traded, err = s.Auction.RecordTrade(ctx, tx, a, b)
+		return err
+	})
+	if err != nil {
+		return Chain{}, false, err
+	}
+	if outcome != nil {
+		s.log().Info("install claim refused", "code", outcome.Code, "chain_id", ch.ID, "refused_claim", refusedID, "detail", outcome.Message)
+		return Chain{}, false, outcome
+	}
+	if !replayed {
+		s.Auction.Spent(ch.CampaignID, ch.AdvertiserAppID, ch.PriceCents, ch.InstalledAt)
+	}
+	if traded {
+		s.Auction.Invalidate()
+	}
+	return ch, replayed, nil
+}
+
+// verifyCountersignature parses the countersignature and checks it against
+// the claiming app's registered key and the click token.
+func (s *Service) verifyCountersignature(ctx context.Context, raw string, click *token.Click, now time.Time) (*token.Install, *refusal, error) {
+	in, err := token.ParseInstall(raw)
+	if err != nil {
+		return nil, &refusal{code: FraudBadCountersignature, msg: "countersignature: " + tokenErrorMessage(err), click: click, offerOK: true}, nil
+	}
+	key, found, err := s.sdkKey(ctx, in.Header.Kid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found || key.AppID != in.Claims.AppID || key.Revoked(now) {
+		return in, &refusal{code: FraudBadCountersignature, click: click, offerOK: true,
+			msg: fmt.Sprintf("countersignature: SDK key %s is not a registered, unrevoked key of app %s", in.Header.Kid, in.Claims.AppID)}, nil
+	}
+	if err := in.Verify(key.PublicKey, click); err != nil {
+		return in, &refusal{code: token.Code(err), click: click, offerOK: true, msg: "countersignature: " + tokenErrorMessage(err)}, nil
+	}
+	return in, nil, nil
+}
+
+// takeChain returns the chain of the click's nonce, locked, inserting it
+// (clicked, without a click address) when the click was never reported.
+func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now time.Time) (Chain, error) {
+	ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
+	if err != nil || found {
+		return ch, err
+	}
+	ch = chainFromClick(click, now)
+	inserted, err := tx.InsertChain(ctx, ch)
+	if err != nil || inserted {
+		return ch, err
+	}
+	// A concurrent claim inserted it first (and has committed): take theirs.
+	ch, found, err = tx.ChainByNonce(ctx, click.Claims.Nonce, true)
+	if err == nil && !found {
+		err = fmt.Errorf("attribution: chain of nonce %s neither inserted nor found", click.Claims.Nonce)
+	}
+	return ch, err
+}
+
+// fraudCheck runs the fraud rules that need the server's state, in order,
+// and returns the first that fails (code "" when none does).
+func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token.Click, in *token.Install, ip netip.Addr, now time.Time, rules Rules) (code, msg string, err error) {
+	// Self promotion: the offer's two apps are one (the auction never pairs
+	// them, so only a forged or stale offer can), or share a bundle id.
+	if ch.PublisherAppID == ch.AdvertiserAppID {
+		return FraudSelfPromotion, "the publisher and the advertiser are the same app", nil
+	}
+	pub, pubOK, err := tx.GetApp(ctx, ch.PublisherAppID, false)
+	if err != nil {
+		return "", "", err
+	}
+	adv, advOK, err := tx.GetApp(ctx, ch.AdvertiserAppID, false)
+	if err != nil {
+		return "", "", err
+	}
+	if pubOK && advOK && strings.EqualFold(pub.BundleID, adv.BundleID) {
+		return FraudSelfPromotion, "the publisher and the advertiser share the bundle id " + adv.BundleID, nil
+	}
+	// Datacenter: the claim's address, or the click's when it was reported.
+	if s.IPs != nil {
+		addrs := []netip.Addr{ip}
+		if a, err := netip.ParseAddr(ch.ClickIP); err == nil {
+			addrs = append(addrs, a)
+		} else if p, err := netip.ParsePrefix(ch.ClickIP); err == nil {
+			addrs = append(addrs, p.Addr())
+		}
+		for _, a := range addrs {
+			if !a.IsValid() {
+				continue
+			}
+			if asn, dc := s.IPs.Classify(a); dc {
+				return FraudDatacenterASN, fmt.Sprintf("address %s belongs to a datacenter network (AS%d)", IPKey(a), asn), nil
+			}
+		}
+	}
+	// Click to install, on the device's clock.
+	if ctit := in.CTIT(click); ctit < rules.MinCTIT {
+		return FraudCTITTooShort, fmt.Sprintf("the install was claimed %s after the click; at least %s is expected", ctit, rules.MinCTIT), nil
+	}
+	reused, err := tx.DeviceInstalled(ctx, ch.AdvertiserAppID, ch.DeviceID)
+	if err != nil {
+		return "", "", err
+	}
+	if reused {
+		return FraudDeviceReused, "this device already claimed an install of app " + ch.AdvertiserAppID, nil
+	}
+	byDevice, byIP, err := tx.RecentInstalls(ctx, ch.DeviceID, now.Add(-rules.DeviceWindow), ch.InstallIP, now.Add(-rules.IPWindow))
+	if err != nil {
+		return "", "", err
+	}
+	if byDevice >= int64(rules.DeviceInstalls) {
+		return FraudInstallVelocity, fmt.Sprintf("this device had %d installs accepted in the last %s (limit %d)", byDevice, rules.DeviceWindow, rules.DeviceInstalls), nil
+	}
+	if ch.InstallIP != "" && byIP >= int64(rules.IPInstalls) {
+		return FraudInstallVelocity, fmt.Sprintf("address %s had %d installs accepted in the last %s (limit %d)", ch.InstallIP, byIP, rules.IPWindow, rules.IPInstalls), nil
+	}
+	return "", "", nil
+}
+
+// hold checks the campaign's daily budget and holds the price in escrow,
+// in tx. It returns a rejection code (budget_exhausted, insufficient_funds)
+// when the install cannot be bought.
+func (s *Service) hold(ctx context.Context, tx Tx, ch *Chain, now time.Time) (code, msg string, err error) {
+	if err := tx.LockCampaign(ctx, ch.CampaignID); err != nil {
+		return "", "", err
+	}
+	cmp, found, err := tx.CampaignByID(ctx, ch.CampaignID)
+	if err != nil {
+		return "", "", err
+	}
+	if !found || cmp.AppID != ch.AdvertiserAppID {
+		return "", "", fmt.Errorf("attribution: campaign %s of a MAC-verified offer is not the advertiser's", ch.CampaignID)
+	}
+	today := day(now)
+	spent, err := tx.CampaignSpend(ctx, cmp.ID, today, today.Add(24*time.Hour))
+	if err != nil {
+		return "", "", err
+	}
+	if err := s.Auction.CheckBudget(cmp.DailyBudgetCents, spent, ch.PriceCents); err != nil {
+		return apperr.Code(err), messageOf(err), nil
+	}
+	op, err := ledger.EscrowHold(holdKey(ch.ID), ch.hold())
+	if err != nil {
+		return "", "", err
+	}
+	_, errs, err := ledger.Apply(ctx, tx, now, []ledger.Operation{op})
+	if err != nil {
+		return "", "", err
+	}
+	if errs[0] != nil {
+		if apperr.Is(errs[0], apperr.InsufficientFunds) {
+			return apperr.InsufficientFunds, messageOf(errs[0]), nil
+		}
+		return "", "", errs[0]
+	}
+	return "", "", nil
+}
+
+func messageOf(err error) string {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// Heartbeat records a heartbeat of the advertiser's SDK: it verifies the
+// signature (the app's registered key), the freshness of ts and that seq
+// is above the chain's last one (else fraud_token_reused), then, for an
+// installed chain whose install is 48 to 72 hours old, moves it to
+// activated_48h. Heartbeats before 48 hours are recorded and change
+// nothing; after 72 hours the chain is refunded by the sweep. The chain is
+// the one whose click token hash is th, installed by app on dev (else
+// not_found).
+func (s *Service) Heartbeat(ctx context.Context, raw string) (Chain, error) {
+	now := s.now()
+	rules := s.Rules.withDefaults()
+	hb, err := token.ParseHeartbeat(raw)
+	if err != nil {
+		return Chain{}, fraudError(FraudBadSignature, "heartbeat: "+tokenErrorMessage(err), "")
+	}
+	key, found, err := s.sdkKey(ctx, hb.Header.Kid)
+	if err != nil {
+		return Chain{}, err
+	}
+	if !found || key.AppID != hb.Claims.AppID || key.Revoked(now) {
+		return Chain{}, fraudError(FraudBadSignature, fmt.Sprintf("heartbeat: SDK key %s is not a registered, unrevoked key of app %s", hb.Header.Kid, hb.Claims.AppID), "")
+	}
+	if err := hb.Verify(key.PublicKey); err != nil {
+		return Chain{}, fraudError(FraudBadSignature, "heartbeat: "+tokenErrorMessage(err), "")
+	}
+	if err := hb.CheckTime(now, rules.ClockSkew); err != nil {
+		return Chain{}, fraudError(FraudTokenExpired, "heartbeat: "+tokenErrorMessage(err), "")
+	}
+	var ch Chain
+	var outcome *apperr.Error
+	err = s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		outcome = nil
+		var found bool
+		var err error
+		ch, found, err = tx.ChainByTokenHash(ctx, hb.Claims.TokenHash, true)
+		if err != nil {
+			return err
+		}
+		if !found || ch.InstalledAt.IsZero() || ch.AdvertiserAppID != hb.Claims.AppID || ch.DeviceID != hb.Claims.DeviceID {
+			outcome = apperr.New(apperr.NotFound, "no install of app %s on this device for this click token", hb.Claims.AppID)
+			return nil
+		}
+		if hb.Claims.Seq <= ch.HeartbeatSeq {
+			outcome = fraudError(FraudTokenReused, fmt.Sprintf("heartbeat: seq %d is not above the last accepted, %d", hb.Claims.Seq, ch.HeartbeatSeq), "")
+			return nil
+		}
+		prev := ch.State
+		ch.HeartbeatSeq, ch.LastHeartbeatAt, ch.UpdatedAt = hb.Claims.Seq, now, now
+		age := now.Sub(ch.InstalledAt)
+		activated := ch.State == StateInstalled && age >= ActivationAfter && age < ActivationWindowEnd
+		if activated {
+			ch.State, ch.ActivatedAt = StateActivated, now
+		}
+		if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+			return err
+		}
+		if activated {
+			return tx.InsertOutbox(ctx, stateEvents(ch, prev, now))
+		}
+		return nil
+	})
+	if err != nil {
+		return Chain{}, err
+	}
+	if outcome != nil {
+		return Chain{}, outcome
+	}
+	return ch, nil
+}

@@ -1,0 +1,228 @@
+package attribution_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	token "github.com/xpromo/xpromo/sdk/attribution"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
+	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/wire"
+)
+
+// fakeClock is the base clock of the world; tests move it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// world is a server assembled exactly as it ships (wire.Build) on a real
+// store, driven through the domain services.
+type world struct {
+	t      testing.TB
+	ctx    context.Context
+	store  storage.Store
+	clock  *fakeClock
+	srv    *wire.Server
+	attr   *attribution.Service
+	ledger *ledger.Ledger
+	seq    atomic.Int64
+}
+
+// residential is an address no datacenter rule matches (EXAMPLE-RESIDENTIAL
+// in testdata/ip2asn-test.tsv).
+var residential = netip.MustParseAddr("198.51.100.7")
+
+func newWorld(t testing.TB, store storage.Store, rules attribution.Rules) *world {
+	t.Helper()
+	// 2026-11-21 09:00 UTC: far from a day boundary for a few hours.
+	clock := &fakeClock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
+	srv, err := wire.Build(wire.Config{
+		Now:             clock.Now,
+		IPToASNFile:     "testdata/ip2asn-test.tsv",
+		DatacentersFile: "testdata/datacenters-test.txt",
+		FraudRules:      rules,
+		ReadLimit:       1_000_000, WriteLimit: 1_000_000,
+	}, store)
+	require.NoError(t, err)
+	return &world{t: t, ctx: context.Background(), store: store, clock: clock, srv: srv, attr: srv.Attribution,
+		ledger: &ledger.Ledger{Store: store, Now: srv.Clock.Now}}
+}
+
+// app registers an approved app; category "" registers none.
+func (w *world) app(name string, platform xpromo.Platform, category string) string {
+	w.t.Helper()
+	n := w.seq.Add(1)
+	a, _, _, err := w.srv.Apps.Register(w.ctx, apps.RegisterParams{
+		Name: name, Platform: string(platform), BundleID: fmt.Sprintf("com.example.%s%d", "app", n),
+		Domain: "example.com", DownloadURL: fmt.Sprintf("https://example.com/%s-%d.zip", name, n),
+		ContactEmail: "team@example.com", Category: category,
+	})
+	require.NoError(w.t, err)
+	_, err = w.srv.Apps.Act(w.ctx, a.ID, apps.Approve, "test")
+	require.NoError(w.t, err)
+	return a.ID
+}
+
+func (w *world) topUp(appID string, cents int64) {
+	w.t.Helper()
+	op, err := ledger.TopUp(fmt.Sprintf("topup:test-%d", w.seq.Add(1)), appID, cents, "test top-up")
+	require.NoError(w.t, err)
+	_, err = w.ledger.Post(w.ctx, op)
+	require.NoError(w.t, err)
+	w.srv.Market.Invalidate()
+}
+
+// campaign creates a campaign of appID in category (floor buyer when bid is 0).
+func (w *world) campaign(appID, category string, daily, bid int64) string {
+	w.t.Helper()
+	req := market.CreateCampaignRequest{AppID: appID, Categories: []string{category}, DailyBudgetCents: daily}
+	if bid > 0 {
+		req.MaxBidCents = &bid
+	}
+	c, err := w.srv.Market.CreateCampaign(w.ctx, appID, req)
+	require.NoError(w.t, err)
+	return c.ID
+}
+
+// key makes and registers an SDK key for appID.
+func (w *world) key(appID string) token.KeyPair {
+	w.t.Helper()
+	kp, err := token.GenerateKey(nil)
+	require.NoError(w.t, err)
+	_, created, err := w.attr.RegisterSDKKey(w.ctx, appID, token.EncodePublicKey(kp.Public))
+	require.NoError(w.t, err)
+	require.True(w.t, created)
+	return kp
+}
+
+func (w *world) now() time.Time { return w.srv.Clock.Now() }
+
+// fill asks for a creative in pub's slot and requires one.
+func (w *world) fill(pub string) token.Offer {
+	w.t.Helper()
+	f, reason, err := w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+	require.NoError(w.t, err)
+	require.Empty(w.t, reason, "want a fill")
+	return f.Offer
+}
+
+// sign makes the click token of offer clicked at `at`.
+func (w *world) sign(kp token.KeyPair, o token.Offer, at time.Time) string {
+	w.t.Helper()
+	tok, err := token.SignClick(kp.Private, kp.ID, token.NewClickClaims(o, at))
+	require.NoError(w.t, err)
+	return tok
+}
+
+func (w *world) countersign(kp token.KeyPair, tok, device string, at time.Time, appID string) string {
+	w.t.Helper()
+	cs, err := token.Countersign(kp.Private, kp.ID, tok, device, at, appID)
+	require.NoError(w.t, err)
+	return cs
+}
+
+// pair is a publisher and an advertiser with registered keys, the
+// advertiser's wallet funded and a campaign of its in category. Give each
+// pair its own category, so that the publisher's fills award its campaign.
+type pair struct {
+	pub, adv       string
+	pubKey, advKey token.KeyPair
+	campaign       string
+}
+
+func (w *world) pair(category string, bid int64) pair {
+	w.t.Helper()
+	p := pair{pub: w.app("Publisher", xpromo.PlatformMac, category), adv: w.app("Advertiser", xpromo.PlatformMac, "")}
+	p.pubKey, p.advKey = w.key(p.pub), w.key(p.adv)
+	w.topUp(p.adv, 100_000)
+	p.campaign = w.campaign(p.adv, category, 100_000, bid)
+	return p
+}
+
+// click fills p's slot and reports a click on it now; it returns the token.
+func (w *world) click(p pair, ip netip.Addr) string {
+	w.t.Helper()
+	o := w.fill(p.pub)
+	require.Equal(w.t, p.adv, o.Advertiser, "the fill awards the pair's campaign")
+	tok := w.sign(p.pubKey, o, w.now())
+	_, _, err := w.attr.Click(w.ctx, tok, ip)
+	require.NoError(w.t, err)
+	return tok
+}
+
+// claim waits ctit, then claims the install of tok on device from ip.
+func (w *world) claim(p pair, tok, device string, ctit time.Duration, ip netip.Addr) (attribution.Chain, error) {
+	w.t.Helper()
+	w.clock.Advance(ctit)
+	cs := w.countersign(p.advKey, tok, device, w.now(), p.adv)
+	ch, _, err := w.attr.Install(w.ctx, attribution.Claim{Token: tok, Countersignature: cs, IP: ip})
+	return ch, err
+}
+
+// clickAndInstall is click then claim 30 seconds later.
+func (w *world) clickAndInstall(p pair, device string, ip netip.Addr) (attribution.Chain, string, error) {
+	w.t.Helper()
+	tok := w.click(p, ip)
+	ch, err := w.claim(p, tok, device, 30*time.Second, ip)
+	return ch, tok, err
+}
+
+// heartbeat signs and sends a heartbeat for the chain.
+func (w *world) heartbeat(kp token.KeyPair, app, device, tok string, seq int64) (attribution.Chain, error) {
+	w.t.Helper()
+	hb, err := token.SignHeartbeat(kp.Private, kp.ID, token.HeartbeatClaims{AppID: app, DeviceID: device, TokenHash: token.TokenHashString(tok), Seq: seq, SentAt: w.now().Unix()})
+	require.NoError(w.t, err)
+	return w.attr.Heartbeat(w.ctx, hb)
+}
+
+// wallet returns the lines of an app's wallet.
+func (w *world) wallet(appID string) []ledger.Line {
+	w.t.Helper()
+	lines, err := w.store.Lines(w.ctx, ledger.Wallet(appID), ledger.LineQuery{})
+	require.NoError(w.t, err)
+	return lines
+}
+
+func (w *world) chain(id string) attribution.Chain {
+	w.t.Helper()
+	var c attribution.Chain
+	var found bool
+	require.NoError(w.t, w.store.View(w.ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+		c, found, err = tx.ChainByID(ctx, id)
+		return err
+	}))
+	require.True(w.t, found, "chain %s", id)
+	return c
+}
+
+func (w *world) verify() {
+	w.t.Helper()
+	rep, err := ledger.Verify(w.ctx, w.store)
+	require.NoError(w.t, err)
+	require.True(w.t, rep.OK(), "%v", rep.Violations)
+}
+
+func tokenEncode(kp token.KeyPair) string { return token.EncodePublicKey(kp.Public) }
+
+func newKey(t testing.TB) token.KeyPair {
+	t.Helper()
+	kp, err := token.GenerateKey(nil)
+	require.NoError(t, err)
+	return kp
+}

@@ -1,0 +1,410 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// attribution.Tx on PostgreSQL.
+
+var _ attribution.Tx = (*tx)(nil)
+
+func init() {
+	// Two registrations of one public key race on its kid: the loser runs
+	// again and finds the winner's row.
+	conflictConstraints["sdk_keys_pkey"] = true
+}
+
+// ztime maps the zero time ("not yet") to NULL.
+func ztime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func fromNullTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func (t *tx) InsertSDKKey(ctx context.Context, k attribution.SDKKey) error {
+	_, err := t.exec(ctx, `INSERT INTO sdk_keys (kid, app_id, public_key, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5)`,
+		k.ID, k.AppID, []byte(k.PublicKey), k.CreatedAt, ztime(k.RevokedAt))
+	return wrap(err, "inserting an SDK key")
+}
+
+const selectSDKKeys = `SELECT kid, app_id, public_key, created_at, revoked_at FROM sdk_keys`
+
+func scanSDKKey(row pgx.Row) (attribution.SDKKey, error) {
+	var k attribution.SDKKey
+	var pub []byte
+	var revoked *time.Time
+	if err := row.Scan(&k.ID, &k.AppID, &pub, &k.CreatedAt, &revoked); err != nil {
+		return k, err
+	}
+	k.PublicKey, k.CreatedAt, k.RevokedAt = pub, k.CreatedAt.UTC(), fromNullTime(revoked)
+	return k, nil
+}
+
+func (t *tx) SDKKey(ctx context.Context, kid string) (attribution.SDKKey, bool, error) {
+	var k attribution.SDKKey
+	found := false
+	err := t.query(ctx, selectSDKKeys+` WHERE kid = $1`, []any{kid}, func(rows pgx.Rows) error {
+		var err error
+		k, err = scanSDKKey(rows)
+		found = err == nil
+		return err
+	})
+	return k, found, wrap(err, "reading an SDK key")
+}
+
+func (t *tx) AppSDKKeys(ctx context.Context, appID string) ([]attribution.SDKKey, error) {
+	var out []attribution.SDKKey
+	err := t.query(ctx, selectSDKKeys+` WHERE app_id = $1 ORDER BY created_at, kid`, []any{appID}, func(rows pgx.Rows) error {
+		k, err := scanSDKKey(rows)
+		out = append(out, k)
+		return err
+	})
+	return out, wrap(err, "reading SDK keys")
+}
+
+func (t *tx) RevokeSDKKey(ctx context.Context, kid string, at time.Time) error {
+	_, err := t.exec(ctx, `UPDATE sdk_keys SET revoked_at = $2 WHERE kid = $1 AND revoked_at IS NULL`, kid, at)
+	return wrap(err, "revoking an SDK key")
+}
+
+const chainColumns = `id, nonce, claimed_nonce, state, reason, campaign_id, publisher_app_id, advertiser_app_id, category, platform,
+price_cents, offered_at, clicked_at, expires_at, click_token, token_hash, publisher_kid, countersignature, advertiser_kid,
+device_id, claimed_at, click_ip, install_ip, install_asn, installed_at, activated_at, resolved_at, heartbeat_seq,
+last_heartbeat_at, created_at, updated_at`
+
+const selectChains = `SELECT ` + chainColumns + ` FROM chains`
+
+func scanChain(row pgx.Row, extra ...any) (attribution.Chain, error) {
+	var c attribution.Chain
+	var nonce, claimed *string
+	var state, platform string
+	var offered, clicked, expires, claimedAt, installed, activated, resolved, lastHB *time.Time
+	dest := []any{&c.ID, &nonce, &claimed, &state, &c.Reason, &c.CampaignID, &c.PublisherAppID, &c.AdvertiserAppID, &c.Category, &platform,
+		&c.PriceCents, &offered, &clicked, &expires, &c.ClickToken, &c.TokenHash, &c.PublisherKID, &c.Countersignature, &c.AdvertiserKID,
+		&c.DeviceID, &claimedAt, &c.ClickIP, &c.InstallIP, &c.InstallASN, &installed, &activated, &resolved, &c.HeartbeatSeq,
+		&lastHB, &c.CreatedAt, &c.UpdatedAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return c, err
+	}
+	if nonce != nil {
+		c.Nonce = *nonce
+	}
+	if claimed != nil {
+		c.ClaimedNonce = *claimed
+	}
+	c.State, c.Platform = attribution.State(state), xpromo.Platform(platform)
+	c.OfferedAt, c.ClickedAt, c.ExpiresAt = fromNullTime(offered), fromNullTime(clicked), fromNullTime(expires)
+	c.ClaimedAt, c.InstalledAt, c.ActivatedAt = fromNullTime(claimedAt), fromNullTime(installed), fromNullTime(activated)
+	c.ResolvedAt, c.LastHeartbeatAt = fromNullTime(resolved), fromNullTime(lastHB)
+	c.CreatedAt, c.UpdatedAt = c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return c, nil
+}
+
+// InsertChain inserts c; with a nonce already stored it writes nothing and
+// reports false. ON CONFLICT DO NOTHING waits for a concurrent transaction
+// inserting the same nonce and, once that one commits, does nothing: of any
+// number of racing inserts exactly one lands.
+func (t *tx) InsertChain(ctx context.Context, c attribution.Chain) (bool, error) {
+	n, err := t.exec(ctx, `INSERT INTO chains (`+chainColumns+`)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)
+ON CONFLICT (nonce) DO NOTHING`,
+		c.ID, nullable(c.Nonce), nullable(c.ClaimedNonce), string(c.State), c.Reason, c.CampaignID, c.PublisherAppID, c.AdvertiserAppID, c.Category, string(c.Platform),
+		c.PriceCents, ztime(c.OfferedAt), ztime(c.ClickedAt), ztime(c.ExpiresAt), c.ClickToken, c.TokenHash, c.PublisherKID, c.Countersignature, c.AdvertiserKID,
+		c.DeviceID, ztime(c.ClaimedAt), c.ClickIP, c.InstallIP, c.InstallASN, ztime(c.InstalledAt), ztime(c.ActivatedAt), ztime(c.ResolvedAt), c.HeartbeatSeq,
+		ztime(c.LastHeartbeatAt), c.CreatedAt, c.UpdatedAt)
+	return n == 1, wrap(err, "inserting a chain")
+}
+
+func (t *tx) chain(ctx context.Context, where string, lock bool, arg any) (attribution.Chain, bool, error) {
+	q := selectChains + ` WHERE ` + where
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	var c attribution.Chain
+	found := false
+	err := t.query(ctx, q, []any{arg}, func(rows pgx.Rows) error {
+		var err error
+		c, err = scanChain(rows)
+		found = err == nil
+		return err
+	})
+	return c, found, wrap(err, "reading a chain")
+}
+
+func (t *tx) ChainByNonce(ctx context.Context, nonce string, lock bool) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `nonce = $1`, lock, nonce)
+}
+
+func (t *tx) ChainByTokenHash(ctx context.Context, th string, lock bool) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `token_hash = $1 AND nonce IS NOT NULL`, lock, th)
+}
+
+func (t *tx) ChainByID(ctx context.Context, id string) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `id = $1`, false, id)
+}
+
+const updateChain = `UPDATE chains SET state = $2, reason = $3, countersignature = $4, advertiser_kid = $5, device_id = $6,
+claimed_at = $7, install_ip = $8, install_asn = $9, installed_at = $10, activated_at = $11, resolved_at = $12,
+heartbeat_seq = $13, last_heartbeat_at = $14, updated_at = $15 WHERE id = $1`
+
+const updateChains = `UPDATE chains c SET state = v.state, reason = v.reason, countersignature = v.countersignature,
+  advertiser_kid = v.advertiser_kid, device_id = v.device_id, claimed_at = v.claimed_at, install_ip = v.install_ip,
+  install_asn = v.install_asn, installed_at = v.installed_at, activated_at = v.activated_at, resolved_at = v.resolved_at,
+  heartbeat_seq = v.heartbeat_seq, last_heartbeat_at = v.last_heartbeat_at, updated_at = v.updated_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[],
+  $9::bigint[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::bigint[], $14::timestamptz[], $15::timestamptz[])
+  AS v(id, state, reason, countersignature, advertiser_kid, device_id, claimed_at, install_ip, install_asn, installed_at,
+       activated_at, resolved_at, heartbeat_seq, last_heartbeat_at, updated_at)
+WHERE c.id = v.id`
+
+// UpdateChains queues the update; it is sent with the next statement or with
+// COMMIT, like the ledger's Append, and fails the transaction when a chain
+// does not exist.
+func (t *tx) UpdateChains(ctx context.Context, cs []attribution.Chain) error {
+	if t.err != nil {
+		return t.err
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	check := func(ct pgconn.CommandTag) error {
+		if ct.RowsAffected() != int64(len(cs)) {
+			return fmt.Errorf("postgres: %d of %d chains updated", ct.RowsAffected(), len(cs))
+		}
+		return nil
+	}
+	if len(cs) == 1 {
+		c := cs[0]
+		b.Queue(updateChain, c.ID, string(c.State), c.Reason, c.Countersignature, c.AdvertiserKID, c.DeviceID,
+			ztime(c.ClaimedAt), c.InstallIP, c.InstallASN, ztime(c.InstalledAt), ztime(c.ActivatedAt), ztime(c.ResolvedAt),
+			c.HeartbeatSeq, ztime(c.LastHeartbeatAt), c.UpdatedAt).Exec(check)
+	} else {
+		n := len(cs)
+		id, state, reason, cs1, akid, dev, ip := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		claimed, installed, activated, resolved, lastHB, updated := make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]time.Time, n)
+		asn, seq := make([]int64, n), make([]int64, n)
+		ptr := func(t time.Time) *time.Time {
+			if t.IsZero() {
+				return nil
+			}
+			return &t
+		}
+		for i, c := range cs {
+			id[i], state[i], reason[i], cs1[i], akid[i], dev[i], ip[i] = c.ID, string(c.State), c.Reason, c.Countersignature, c.AdvertiserKID, c.DeviceID, c.InstallIP
+			claimed[i], installed[i], activated[i], resolved[i], lastHB[i], updated[i] = ptr(c.ClaimedAt), ptr(c.InstalledAt), ptr(c.ActivatedAt), ptr(c.ResolvedAt), ptr(c.LastHeartbeatAt), c.UpdatedAt
+			asn[i], seq[i] = c.InstallASN, c.HeartbeatSeq
+		}
+		b.Queue(updateChains, id, state, reason, cs1, akid, dev, claimed, ip, asn, installed, activated, resolved, seq, lastHB, updated).Exec(check)
+	}
+	t.pending = append(t.pending, b.QueuedQueries...)
+	return nil
+}
+
+// LockCampaign locks the campaign's row: install claims of one campaign
+// check its daily budget one after the other.
+func (t *tx) LockCampaign(ctx context.Context, id string) error {
+	_, err := t.exec(ctx, `SELECT 1 FROM campaigns WHERE id = $1 FOR UPDATE`, id)
+	return wrap(err, "locking a campaign")
+}
+
+// spendStates are the states whose price counts in a day's spend.
+const spendStates = `state IN ('installed', 'activated_48h', 'cleared')`
+
+func (t *tx) CampaignSpend(ctx context.Context, campaignID string, from, to time.Time) (int64, error) {
+	var n int64
+	err := t.queryRow(ctx, `SELECT coalesce(sum(price_cents), 0)::bigint FROM chains
+WHERE campaign_id = $1 AND installed_at >= $2 AND installed_at < $3 AND `+spendStates, []any{campaignID, from, to}, &n)
+	return n, wrap(err, "summing a campaign's spend")
+}
+
+func (t *tx) SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := t.query(ctx, `SELECT campaign_id, sum(price_cents)::bigint FROM chains
+WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY campaign_id`, []any{from, to}, func(rows pgx.Rows) error {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return err
+		}
+		out[id] = n
+		return nil
+	})
+	return out, wrap(err, "summing spend by campaign")
+}
+
+func (t *tx) DeviceInstalled(ctx context.Context, advertiserAppID, deviceID string) (bool, error) {
+	var found bool
+	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chains WHERE advertiser_app_id = $1 AND device_id = $2 AND installed_at IS NOT NULL)`,
+		[]any{advertiserAppID, deviceID}, &found)
+	return found, wrap(err, "looking up a device's installs")
+}
+
+func (t *tx) RecentInstalls(ctx context.Context, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (int64, int64, error) {
+	var byDevice, byIP int64
+	err := t.queryRow(ctx, `SELECT
+  (SELECT count(*) FROM chains WHERE device_id = $1 AND installed_at >= $2),
+  (SELECT count(*) FROM chains WHERE $3 <> '' AND install_ip = $3 AND installed_at >= $4)`,
+		[]any{deviceID, deviceSince, ip, ipSince}, &byDevice, &byIP)
+	return byDevice, byIP, wrap(err, "counting recent installs")
+}
+
+// DueChains claims due chains with FOR UPDATE SKIP LOCKED: rows another
+// sweeper holds are skipped, so concurrent sweepers settle disjoint batches.
+// READ COMMITTED re-checks each locked row's state on its newest version,
+// so a claimed chain is still due. It returns up to limit activated chains
+// and up to limit closed ones.
+func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]attribution.Due, error) {
+	var out []attribution.Due
+	err := t.query(ctx, `WITH activated AS (
+  SELECT id FROM chains WHERE state = 'activated_48h' ORDER BY activated_at LIMIT $1 FOR UPDATE SKIP LOCKED
+), closed AS (
+  SELECT id FROM chains WHERE state = 'installed' AND installed_at <= $2 ORDER BY installed_at LIMIT $1 FOR UPDATE SKIP LOCKED
+)
+SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash')
+FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id
+WHERE c.id IN (SELECT id FROM activated UNION ALL SELECT id FROM closed)
+ORDER BY c.id`, []any{limit, closedBefore}, func(rows pgx.Rows) error {
+		var mode string
+		c, err := scanChain(rows, &mode)
+		if err != nil {
+			return err
+		}
+		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode)})
+		return nil
+	})
+	return out, wrap(err, "claiming due chains")
+}
+
+const insertOutbox = `INSERT INTO outbox (id, kind, app_id, payload, created_at)
+SELECT id, kind, app_id, payload::jsonb, created_at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[])
+  AS v(id, kind, app_id, payload, created_at)`
+
+// InsertOutbox queues the insert (sent with COMMIT).
+func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error {
+	if t.err != nil {
+		return t.err
+	}
+	n := len(events)
+	if n == 0 {
+		return nil
+	}
+	id, kind, app, payload, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, e := range events {
+		id[i], kind[i], app[i], payload[i], at[i] = e.ID, e.Kind, e.AppID, string(e.Payload), e.CreatedAt
+	}
+	b := &pgx.Batch{}
+	b.Queue(insertOutbox, id, kind, app, payload, at)
+	t.pending = append(t.pending, b.QueuedQueries...)
+	return nil
+}
+
+func (t *tx) AddFillCounts(ctx context.Context, counts []attribution.FillCount) error {
+	n := len(counts)
+	if n == 0 {
+		return nil
+	}
+	day, cmp, adv, pub, count := make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, c := range counts {
+		day[i], cmp[i], adv[i], pub[i], count[i] = c.Day, c.CampaignID, c.AdvertiserAppID, c.PublisherAppID, c.Count
+	}
+	_, err := t.exec(ctx, `INSERT INTO fill_counts (day, campaign_id, advertiser_app_id, publisher_app_id, count)
+SELECT (d AT TIME ZONE 'UTC')::date, c, a, p, n FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS v(d, c, a, p, n)
+ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = fill_counts.count + excluded.count`,
+		day, cmp, adv, pub, count)
+	return wrap(err, "adding fill counts")
+}
+
+func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
+	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
+	closed := to.Add(-attribution.ActivationWindowEnd)
+	// Every event of a chain happens within days of its creation; bounding
+	// created_at lets the per-advertiser index serve the scan.
+	err := t.queryRow(ctx, `SELECT
+  (SELECT coalesce(sum(count), 0)::bigint FROM fill_counts WHERE advertiser_app_id = $1 AND day >= ($2 AT TIME ZONE 'UTC')::date AND day <= ($3 AT TIME ZONE 'UTC')::date),
+  count(*) FILTER (WHERE nonce IS NOT NULL AND clicked_at BETWEEN $2 AND $3),
+  count(*) FILTER (WHERE installed_at BETWEEN $2 AND $3),
+  count(*) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN $2 AND $3),
+  coalesce(sum(price_cents) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN $2 AND $3), 0)::bigint,
+  count(*) FILTER (WHERE installed_at BETWEEN $2 AND $3 AND installed_at <= $4),
+  count(*) FILTER (WHERE installed_at BETWEEN $2 AND $3 AND installed_at <= $4 AND activated_at IS NOT NULL)
+FROM chains WHERE advertiser_app_id = $1 AND created_at <= $3 AND created_at >= $5`,
+		[]any{appID, from, to, closed, from.Add(-3 * attribution.ActivationWindowEnd)},
+		&s.Impressions, &s.Clicks, &s.Installs, &s.Cleared, &s.ClearedCents, &s.WindowClosed, &s.Activated)
+	if err != nil {
+		return s, wrap(err, "aggregating an app's chains")
+	}
+	err = t.query(ctx, `SELECT reason, count(*) FROM chains
+WHERE advertiser_app_id = $1 AND state = 'rejected' AND reason LIKE 'fraud\_%' AND resolved_at BETWEEN $2 AND $3
+GROUP BY reason`, []any{appID, from, to}, func(rows pgx.Rows) error {
+		var reason string
+		var n int64
+		if err := rows.Scan(&reason, &n); err != nil {
+			return err
+		}
+		s.FraudRejected[reason] = n
+		return nil
+	})
+	return s, wrap(err, "counting an app's rejected chains")
+}
+
+func (t *tx) NetworkChainStats(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
+	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
+	closed := to.Add(-attribution.ActivationWindowEnd)
+	err := t.queryRow(ctx, `SELECT
+  count(*) FILTER (WHERE created_at BETWEEN $1 AND $2),
+  count(*) FILTER (WHERE created_at BETWEEN $1 AND $2 AND state = 'rejected' AND reason LIKE 'fraud\_%'),
+  count(*) FILTER (WHERE installed_at BETWEEN $1 AND $2 AND installed_at <= $3),
+  count(*) FILTER (WHERE installed_at BETWEEN $1 AND $2 AND installed_at <= $3 AND activated_at IS NOT NULL)
+FROM chains WHERE created_at <= $2 AND created_at >= $4`, []any{from, to, closed, from.Add(-3 * attribution.ActivationWindowEnd)},
+		&s.Chains, &s.FraudRejected, &s.Claims, &s.Survived)
+	if err != nil {
+		return s, wrap(err, "aggregating the network's chains")
+	}
+	err = t.query(ctx, `SELECT category, sum(price_cents)::bigint, count(*) FROM chains
+WHERE state = 'cleared' AND resolved_at BETWEEN $1 AND $2 GROUP BY category`, []any{from, to}, func(rows pgx.Rows) error {
+		var cat string
+		var sum, n int64
+		if err := rows.Scan(&cat, &sum, &n); err != nil {
+			return err
+		}
+		s.CPISum[cat], s.CPICount[cat] = sum, n
+		return nil
+	})
+	return s, wrap(err, "averaging cleared prices")
+}
+
+// prefixed qualifies each column of a comma-separated list.
+func prefixed(p, columns string) string {
+	out := make([]byte, 0, len(columns)*2)
+	start := true
+	for i := 0; i < len(columns); i++ {
+		ch := columns[i]
+		if start && ch != ' ' && ch != '\n' {
+			out = append(out, p...)
+			start = false
+		}
+		out = append(out, ch)
+		if ch == ',' {
+			start = true
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,368 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// attribution.Tx on SQLite. The write transaction holds the database's only
+// write lock from BEGIN IMMEDIATE, so "FOR UPDATE" needs no row locks and the
+// sweep's batch is a plain select.
+
+var _ attribution.Tx = (*tx)(nil)
+
+// zmicros stores a time, 0 for the zero time ("not yet").
+func zmicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromZMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return fromMicros(us)
+}
+
+func (t *tx) InsertSDKKey(ctx context.Context, k attribution.SDKKey) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO sdk_keys (kid, app_id, public_key, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)`,
+		k.ID, k.AppID, []byte(k.PublicKey), micros(k.CreatedAt), nullZMicros(k.RevokedAt))
+	return wrap(err)
+}
+
+func nullZMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return micros(t)
+}
+
+const selectSDKKeys = `SELECT kid, app_id, public_key, created_at, revoked_at FROM sdk_keys`
+
+func scanSDKKey(r scanner) (attribution.SDKKey, error) {
+	var k attribution.SDKKey
+	var pub []byte
+	var created int64
+	var revoked sql.NullInt64
+	if err := r.Scan(&k.ID, &k.AppID, &pub, &created, &revoked); err != nil {
+		return k, err
+	}
+	k.PublicKey, k.CreatedAt = pub, fromMicros(created)
+	if revoked.Valid {
+		k.RevokedAt = fromMicros(revoked.Int64)
+	}
+	return k, nil
+}
+
+func (t *tx) SDKKey(ctx context.Context, kid string) (attribution.SDKKey, bool, error) {
+	k, err := scanSDKKey(t.tx.QueryRowContext(ctx, selectSDKKeys+` WHERE kid = ?`, kid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return attribution.SDKKey{}, false, nil
+	}
+	return k, err == nil, wrap(err)
+}
+
+func (t *tx) AppSDKKeys(ctx context.Context, appID string) ([]attribution.SDKKey, error) {
+	rows, err := t.tx.QueryContext(ctx, selectSDKKeys+` WHERE app_id = ? ORDER BY created_at, kid`, appID)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []attribution.SDKKey
+	for rows.Next() {
+		k, err := scanSDKKey(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, k)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) RevokeSDKKey(ctx context.Context, kid string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE sdk_keys SET revoked_at = ? WHERE kid = ? AND revoked_at IS NULL`, micros(at), kid)
+	return wrap(err)
+}
+
+const chainColumns = `id, nonce, claimed_nonce, state, reason, campaign_id, publisher_app_id, advertiser_app_id, category, platform,
+price_cents, offered_at, clicked_at, expires_at, click_token, token_hash, publisher_kid, countersignature, advertiser_kid,
+device_id, claimed_at, click_ip, install_ip, install_asn, installed_at, activated_at, resolved_at, heartbeat_seq,
+last_heartbeat_at, created_at, updated_at`
+
+const selectChains = `SELECT ` + chainColumns + ` FROM chains`
+
+func scanChain(r scanner, extra ...any) (attribution.Chain, error) {
+	var c attribution.Chain
+	var nonce, claimed sql.NullString
+	var state, platform string
+	var offered, clicked, expires, claimedAt, installed, activated, resolved, lastHB, created, updated int64
+	dest := []any{&c.ID, &nonce, &claimed, &state, &c.Reason, &c.CampaignID, &c.PublisherAppID, &c.AdvertiserAppID, &c.Category, &platform,
+		&c.PriceCents, &offered, &clicked, &expires, &c.ClickToken, &c.TokenHash, &c.PublisherKID, &c.Countersignature, &c.AdvertiserKID,
+		&c.DeviceID, &claimedAt, &c.ClickIP, &c.InstallIP, &c.InstallASN, &installed, &activated, &resolved, &c.HeartbeatSeq,
+		&lastHB, &created, &updated}
+	if err := r.Scan(append(dest, extra...)...); err != nil {
+		return c, err
+	}
+	c.Nonce, c.ClaimedNonce = nonce.String, claimed.String
+	c.State, c.Platform = attribution.State(state), xpromo.Platform(platform)
+	c.OfferedAt, c.ClickedAt, c.ExpiresAt = fromZMicros(offered), fromZMicros(clicked), fromZMicros(expires)
+	c.ClaimedAt, c.InstalledAt, c.ActivatedAt = fromZMicros(claimedAt), fromZMicros(installed), fromZMicros(activated)
+	c.ResolvedAt, c.LastHeartbeatAt = fromZMicros(resolved), fromZMicros(lastHB)
+	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return c, nil
+}
+
+// InsertChain inserts c; with a nonce already stored it writes nothing and
+// reports false (ON CONFLICT DO NOTHING: the single-use insert).
+func (t *tx) InsertChain(ctx context.Context, c attribution.Chain) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO chains (`+chainColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (nonce) DO NOTHING`,
+		c.ID, null(c.Nonce), null(c.ClaimedNonce), string(c.State), c.Reason, c.CampaignID, c.PublisherAppID, c.AdvertiserAppID, c.Category, string(c.Platform),
+		c.PriceCents, zmicros(c.OfferedAt), zmicros(c.ClickedAt), zmicros(c.ExpiresAt), c.ClickToken, c.TokenHash, c.PublisherKID, c.Countersignature, c.AdvertiserKID,
+		c.DeviceID, zmicros(c.ClaimedAt), c.ClickIP, c.InstallIP, c.InstallASN, zmicros(c.InstalledAt), zmicros(c.ActivatedAt), zmicros(c.ResolvedAt), c.HeartbeatSeq,
+		zmicros(c.LastHeartbeatAt), micros(c.CreatedAt), micros(c.UpdatedAt))
+	if err != nil {
+		return false, wrap(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, wrap(err)
+}
+
+func (t *tx) chain(ctx context.Context, where string, arg any) (attribution.Chain, bool, error) {
+	c, err := scanChain(t.tx.QueryRowContext(ctx, selectChains+` WHERE `+where, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return attribution.Chain{}, false, nil
+	}
+	return c, err == nil, wrap(err)
+}
+
+func (t *tx) ChainByNonce(ctx context.Context, nonce string, _ bool) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `nonce = ?`, nonce)
+}
+
+func (t *tx) ChainByTokenHash(ctx context.Context, th string, _ bool) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `token_hash = ? AND nonce IS NOT NULL`, th)
+}
+
+func (t *tx) ChainByID(ctx context.Context, id string) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `id = ?`, id)
+}
+
+func (t *tx) UpdateChains(ctx context.Context, cs []attribution.Chain) error {
+	stmt, err := t.tx.PrepareContext(ctx, `UPDATE chains SET state = ?, reason = ?, countersignature = ?, advertiser_kid = ?, device_id = ?,
+claimed_at = ?, install_ip = ?, install_asn = ?, installed_at = ?, activated_at = ?, resolved_at = ?, heartbeat_seq = ?,
+last_heartbeat_at = ?, updated_at = ? WHERE id = ?`)
+	if err != nil {
+		return wrap(err)
+	}
+	defer stmt.Close()
+	for _, c := range cs {
+		res, err := stmt.ExecContext(ctx, string(c.State), c.Reason, c.Countersignature, c.AdvertiserKID, c.DeviceID,
+			zmicros(c.ClaimedAt), c.InstallIP, c.InstallASN, zmicros(c.InstalledAt), zmicros(c.ActivatedAt), zmicros(c.ResolvedAt), c.HeartbeatSeq,
+			zmicros(c.LastHeartbeatAt), micros(c.UpdatedAt), c.ID)
+		if err != nil {
+			return wrap(err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return errors.New("sqlite: updating chain " + c.ID + ": no such chain")
+		}
+	}
+	return nil
+}
+
+// LockCampaign needs no lock: the write transaction is the only writer.
+func (t *tx) LockCampaign(context.Context, string) error { return nil }
+
+// spendStates are the states whose price counts in a day's spend.
+const spendStates = `state IN ('installed', 'activated_48h', 'cleared')`
+
+func (t *tx) CampaignSpend(ctx context.Context, campaignID string, from, to time.Time) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(price_cents), 0) FROM chains
+WHERE campaign_id = ? AND installed_at >= ? AND installed_at < ? AND `+spendStates, campaignID, micros(from), micros(to)).Scan(&n)
+	return n, wrap(err)
+}
+
+func (t *tx) SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT campaign_id, sum(price_cents) FROM chains
+WHERE installed_at >= ? AND installed_at < ? AND `+spendStates+` GROUP BY campaign_id`, micros(from), micros(to))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, wrap(err)
+		}
+		out[id] = n
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) DeviceInstalled(ctx context.Context, advertiserAppID, deviceID string) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM chains WHERE advertiser_app_id = ? AND device_id = ? AND installed_at > 0 LIMIT 1`,
+		advertiserAppID, deviceID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, wrap(err)
+}
+
+func (t *tx) RecentInstalls(ctx context.Context, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (int64, int64, error) {
+	var byDevice, byIP int64
+	err := t.tx.QueryRowContext(ctx, `SELECT
+  (SELECT count(*) FROM chains WHERE device_id = ? AND installed_at > 0 AND installed_at >= ?),
+  (SELECT count(*) FROM chains WHERE ? <> '' AND install_ip = ? AND installed_at > 0 AND installed_at >= ?)`,
+		deviceID, micros(deviceSince), ip, ip, micros(ipSince)).Scan(&byDevice, &byIP)
+	return byDevice, byIP, wrap(err)
+}
+
+func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]attribution.Due, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash')
+FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id
+WHERE c.id IN (
+  SELECT id FROM (SELECT id FROM chains WHERE state = 'activated_48h' ORDER BY activated_at LIMIT ?)
+  UNION ALL
+  SELECT id FROM (SELECT id FROM chains WHERE state = 'installed' AND installed_at <= ? ORDER BY installed_at LIMIT ?))
+ORDER BY c.id LIMIT ?`, limit, micros(closedBefore), limit, limit)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []attribution.Due
+	for rows.Next() {
+		var mode string
+		c, err := scanChain(rows, &mode)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode)})
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error {
+	return t.insert(ctx, "outbox", "id, kind, app_id, payload, created_at", len(events), 5, func(i int) []any {
+		e := events[i]
+		return []any{e.ID, e.Kind, e.AppID, string(e.Payload), micros(e.CreatedAt)}
+	})
+}
+
+func (t *tx) AddFillCounts(ctx context.Context, counts []attribution.FillCount) error {
+	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO fill_counts (day, campaign_id, advertiser_app_id, publisher_app_id, count) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = count + excluded.count`)
+	if err != nil {
+		return wrap(err)
+	}
+	defer stmt.Close()
+	for _, c := range counts {
+		if _, err := stmt.ExecContext(ctx, micros(c.Day), c.CampaignID, c.AdvertiserAppID, c.PublisherAppID, c.Count); err != nil {
+			return wrap(err)
+		}
+	}
+	return nil
+}
+
+func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
+	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
+	f, tt := micros(from), micros(to)
+	// The window of an install closes 72 hours after it.
+	closed := micros(to.Add(-attribution.ActivationWindowEnd))
+	err := t.tx.QueryRowContext(ctx, `SELECT
+  (SELECT coalesce(sum(count), 0) FROM fill_counts WHERE advertiser_app_id = ?1 AND day >= ?6 AND day <= ?3),
+  count(*) FILTER (WHERE nonce IS NOT NULL AND clicked_at BETWEEN ?2 AND ?3),
+  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?2 AND ?3),
+  count(*) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN ?2 AND ?3),
+  coalesce(sum(price_cents) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN ?2 AND ?3), 0),
+  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?2 AND ?3 AND installed_at <= ?4),
+  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?2 AND ?3 AND installed_at <= ?4 AND activated_at > 0)
+FROM chains WHERE advertiser_app_id = ?1 AND created_at <= ?3 AND created_at >= ?5`,
+		appID, f, tt, closed, micros(from.Add(-3*attribution.ActivationWindowEnd)), micros(dayStart(from))).Scan(
+		&s.Impressions, &s.Clicks, &s.Installs, &s.Cleared, &s.ClearedCents, &s.WindowClosed, &s.Activated)
+	if err != nil {
+		return s, wrap(err)
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT reason, count(*) FROM chains
+WHERE advertiser_app_id = ? AND state = 'rejected' AND reason LIKE 'fraud\_%' ESCAPE '\' AND resolved_at BETWEEN ? AND ?
+GROUP BY reason`, appID, f, tt)
+	if err != nil {
+		return s, wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var reason string
+		var n int64
+		if err := rows.Scan(&reason, &n); err != nil {
+			return s, wrap(err)
+		}
+		s.FraudRejected[reason] = n
+	}
+	return s, wrap(rows.Err())
+}
+
+func (t *tx) NetworkChainStats(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
+	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
+	f, tt := micros(from), micros(to)
+	closed := micros(to.Add(-attribution.ActivationWindowEnd))
+	err := t.tx.QueryRowContext(ctx, `SELECT
+  count(*) FILTER (WHERE created_at BETWEEN ?1 AND ?2),
+  count(*) FILTER (WHERE created_at BETWEEN ?1 AND ?2 AND state = 'rejected' AND reason LIKE 'fraud\_%' ESCAPE '\'),
+  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?1 AND ?2 AND installed_at <= ?3),
+  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?1 AND ?2 AND installed_at <= ?3 AND activated_at > 0)
+FROM chains WHERE created_at <= ?2 AND created_at >= ?4`, f, tt, closed, micros(from.Add(-3*attribution.ActivationWindowEnd))).Scan(
+		&s.Chains, &s.FraudRejected, &s.Claims, &s.Survived)
+	if err != nil {
+		return s, wrap(err)
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT category, sum(price_cents), count(*) FROM chains
+WHERE state = 'cleared' AND resolved_at BETWEEN ? AND ? GROUP BY category`, f, tt)
+	if err != nil {
+		return s, wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cat string
+		var sum, n int64
+		if err := rows.Scan(&cat, &sum, &n); err != nil {
+			return s, wrap(err)
+		}
+		s.CPISum[cat], s.CPICount[cat] = sum, n
+	}
+	return s, wrap(rows.Err())
+}
+
+func dayStart(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// prefixed qualifies each column of a comma-separated list.
+func prefixed(p, columns string) string {
+	out := make([]byte, 0, len(columns)*2)
+	start := true
+	for i := 0; i < len(columns); i++ {
+		ch := columns[i]
+		if start && ch != ' ' && ch != '\n' {
+			out = append(out, p...)
+			start = false
+		}
+		out = append(out, ch)
+		if ch == ',' {
+			start = true
+		}
+	}
+	return string(out)
+}
