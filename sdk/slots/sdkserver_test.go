@@ -299,6 +299,10 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 			s.chains[click.Claims.Nonce], s.byHash[click.Hash()] = c, c
 		}
 		if c.install != nil {
+			if c.install.Raw == req.Countersignature { // the same claim again: a retry
+				writeJSON(w, 200, xpromo.InstallResponse{ChainID: c.id, State: c.state})
+				return
+			}
 			writeJSON(w, 422, apiError(string(xpromo.FraudTokenReused)))
 			return
 		}
@@ -334,7 +338,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 			return
 		}
 		if hb.Claims.Seq <= c.lastSeq {
-			writeJSON(w, 409, apiError("heartbeat_seq_reused"))
+			writeJSON(w, 422, apiError(string(xpromo.FraudTokenReused)))
 			return
 		}
 		c.lastSeq = hb.Claims.Seq
