@@ -227,8 +227,11 @@ func checkRateLimited(c *C) {
 	if e.RetryAfter == nil {
 		c.Errorf("429: error.retry_after is null, want the instant the window resets")
 	}
+	// Retry-After is delay-seconds up to the window's end. A server that
+	// rounds the reset instant up to a whole second and then the delay up
+	// again can say one second more than the window; never more.
 	ra, convErr := strconv.Atoi(ex.Header.Get("Retry-After"))
-	if convErr != nil || ra < 0 || ra > st.window {
+	if convErr != nil || ra < 0 || ra > st.window+1 {
 		c.Errorf("429: Retry-After %q, want delay-seconds within the %d s window", ex.Header.Get("Retry-After"), st.window)
 	}
 	if after, ok := rateLimitOf(c, ex); ok && after.remaining != 0 {
