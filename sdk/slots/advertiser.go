@@ -155,6 +155,8 @@ type heartbeatIntent struct {
 // delivery at once; offline, it is sent when the network is back, signed
 // then. ErrNoChain means there is nothing to send for.
 func (a *Agent) Heartbeat(ctx context.Context) error {
+	a.hbMu.Lock()
+	defer a.hbMu.Unlock()
 	s := a.Install()
 	if !s.Active() {
 		return ErrNoChain
@@ -212,8 +214,15 @@ func (a *Agent) recordHeartbeatAnswer(resp json.RawMessage, sendErr error) {
 	defer a.mu.Unlock()
 	s := a.install
 	if sendErr != nil {
-		if !errors.Is(sendErr, ErrNoChain) {
-			a.log.Warn("xpromo: heartbeat refused", "code", xpromo.ErrorCode(sendErr), "error", sendErr)
+		if errors.Is(sendErr, ErrNoChain) {
+			return
+		}
+		a.log.Warn("xpromo: heartbeat refused", "code", xpromo.ErrorCode(sendErr), "error", sendErr)
+		if xpromo.IsCode(sendErr, xpromo.CodeNotFound) {
+			// The server has no install of this app on this device for the
+			// token: there is no chain to keep alive.
+			s.Refusal = xpromo.CodeNotFound
+			a.saveLocked(s)
 		}
 		return
 	}

@@ -101,6 +101,7 @@ type Agent struct {
 	log      *slog.Logger
 
 	claimMu sync.Mutex // one ClaimInstall at a time
+	hbMu    sync.Mutex // one Heartbeat enqueue at a time
 	mu      sync.Mutex // guards install
 	install InstallState
 }

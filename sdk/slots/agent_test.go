@@ -578,3 +578,29 @@ func TestInstalledPathOf(t *testing.T) {
 		t.Error("platformOf")
 	}
 }
+
+// A server that knows no install of the app on this device for the token
+// (404) ends the heartbeats.
+func TestHeartbeatNotFoundStops(t *testing.T) {
+	srv := newSDKServer(t)
+	dev := newDevice(t)
+	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
+		t.Fatal(err)
+	}
+	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute) })
+	adv := newAgent(t, srv, dev, "app_adv")
+	defer adv.Close()
+	if _, err := adv.ClaimInstall(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv.set(func(s *sdkServer) { s.byHash = map[string]*testChain{} })
+	if err := adv.Heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := adv.Install(); s.Refusal != xpromo.CodeNotFound || s.Active() {
+		t.Fatalf("state %+v", s)
+	}
+	if err := adv.Heartbeat(context.Background()); !errors.Is(err, ErrNoChain) {
+		t.Fatalf("heartbeat after 404: %v", err)
+	}
+}
