@@ -100,6 +100,9 @@ type Agent struct {
 	lock     *os.File
 	log      *slog.Logger
 
+	closeOnce sync.Once
+	closeErr  error
+
 	claimMu sync.Mutex // one ClaimInstall at a time
 	hbMu    sync.Mutex // one Heartbeat enqueue at a time
 	mu      sync.Mutex // guards install
@@ -267,11 +270,13 @@ func (a *Agent) Flush(ctx context.Context) error { return a.queue.Flush(ctx) }
 // Close closes the offline queue and releases the data directory. Queued
 // events are sent after the next New.
 func (a *Agent) Close() error {
-	err := a.queue.Close()
-	if cerr := a.lock.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	a.closeOnce.Do(func() {
+		a.closeErr = a.queue.Close()
+		if err := a.lock.Close(); a.closeErr == nil {
+			a.closeErr = err
+		}
+	})
+	return a.closeErr
 }
 
 // flushSoon makes one bounded delivery attempt; failures leave the events

@@ -95,8 +95,8 @@ type Queue struct {
 	acks    int // acknowledgments in the journal since the last compaction
 	closed  bool
 
-	flushMu sync.Mutex // one flush at a time keeps the order
-	wake    chan struct{}
+	flushing chan struct{} // a one-slot semaphore: one flush at a time keeps the order
+	wake     chan struct{}
 }
 
 // OpenQueue opens the queue journaled at path (creating it when missing)
@@ -131,7 +131,7 @@ func OpenQueue(path string, opts QueueOptions) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{opts: opts, j: j, nextSeq: 1, wake: make(chan struct{}, 1)}
+	q := &Queue{opts: opts, j: j, nextSeq: 1, wake: make(chan struct{}, 1), flushing: make(chan struct{}, 1)}
 	acked := map[uint64]bool{}
 	for _, r := range recs {
 		switch r.Op {
@@ -229,9 +229,16 @@ func (q *Queue) Kick() {
 // fails with a retryable error (returned; the event stays at the head).
 // An event the server refuses for good leaves the queue (OnDone sees the
 // refusal) and the flush goes on.
+//
+// Only one flush runs at a time; a Flush that finds another one running
+// waits for it, or for ctx to end.
 func (q *Queue) Flush(ctx context.Context) error {
-	q.flushMu.Lock()
-	defer q.flushMu.Unlock()
+	select {
+	case q.flushing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-q.flushing }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -340,10 +347,10 @@ func (q *Queue) isClosed() bool {
 	return q.closed
 }
 
-// Close closes the journal. Pending events stay in it for the next open.
+// Close closes the journal. Pending events stay in it for the next open;
+// an event being sent by a flush in progress stays too (its answer is not
+// journaled after Close), so it is sent again after the next open.
 func (q *Queue) Close() error {
-	q.flushMu.Lock() // let a flush in progress finish its event
-	defer q.flushMu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {

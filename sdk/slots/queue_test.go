@@ -374,3 +374,36 @@ func TestEnqueueIsDurable(t *testing.T) {
 		t.Fatal("the acknowledgment was not fsynced")
 	}
 }
+
+// A Flush waiting behind another one (whose send hangs) gives up when its
+// context ends, and the hung flush does not block Close.
+func TestFlushWaitsWithinItsContext(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	q, err := OpenQueue(filepath.Join(t.TempDir(), "j"), QueueOptions{
+		Send: func(ctx context.Context, e Event) (json.RawMessage, error) {
+			close(started)
+			<-release
+			return nil, errNetwork
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Enqueue(EventClick, "/v1/sdk/click", 1)
+	first := make(chan error)
+	go func() { first <- q.Flush(context.Background()) }()
+	<-started
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.Flush(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("second flush: %v", err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-first; err == nil {
+		t.Fatal("the hung flush succeeded")
+	}
+}
