@@ -1,0 +1,347 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/xpromo/xpromo/cli/internal/config"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+)
+
+func (r *runner) appsCommand() *cobra.Command {
+	return group("apps", "register an app, read its score, rotate its API key",
+		r.appsRegisterCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand())
+}
+
+func (r *runner) appsRegisterCommand() *cobra.Command {
+	var req xpromo.RegisterAppRequest
+	var platform string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "register --name N --platform mac|win --bundle-id ID --domain D --download-url URL --contact-email E [--category C]",
+		Short: "register an app (POST /v1/apps); saves its app_id and api_key to the profile",
+		Long: `Registers an app. The answer's api_key is shown once: it is printed here and
+saved, with the app_id and base URL, to the profile in the config file (mode 0600).
+A profile that already holds an API key is not overwritten: name another with
+--profile, or pass --force.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "name", "platform", "bundle-id", "domain", "download-url", "contact-email"); err != nil {
+				return err
+			}
+			req.Platform = xpromo.Platform(platform)
+			c, err := r.publicClient()
+			if err != nil {
+				return err
+			}
+			name := r.settings.Profile.Value
+			if p := r.file.Profiles[name]; p.APIKey != "" && !force {
+				return usageErr("profile %q already holds the API key of %s; use --profile <new name>, or --force to replace it", name, p.AppID)
+			}
+			reg, err := c.RegisterApp(cmd.Context(), &req)
+			if err != nil {
+				return err
+			}
+			saveErr := r.saveProfile(func(p *config.Profile) {
+				*p = config.Profile{BaseURL: c.BaseURL(), AppID: reg.AppID, APIKey: reg.APIKey, ScoringJobID: reg.ScoringJobID, AdminToken: p.AdminToken}
+			})
+			if r.g.json {
+				if err := r.writeRaw(); err != nil {
+					return err
+				}
+			} else {
+				if err := kv(r.env.Stdout,
+					[2]string{"app_id", reg.AppID},
+					[2]string{"status", string(reg.Status)},
+					[2]string{"scoring_job_id", reg.ScoringJobID},
+					[2]string{"api_key", reg.APIKey},
+				); err != nil {
+					return err
+				}
+				if saveErr == nil {
+					fmt.Fprintf(r.env.Stdout, "\nThe api_key is shown only this once. It was saved to profile %q in %s.\n", name, r.cfgPath)
+				}
+			}
+			if saveErr != nil {
+				// The key must not be lost: it was printed above.
+				return fmt.Errorf("the app is registered but its key could not be saved (copy it from above): %w", saveErr)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Name, "name", "", "the app's name")
+	f.StringVar(&platform, "platform", "", "mac or win")
+	f.StringVar(&req.BundleID, "bundle-id", "", "reverse-DNS bundle id, e.g. com.example.app")
+	f.StringVar(&req.Domain, "domain", "", "the app's web domain (at least six months old)")
+	f.StringVar(&req.DownloadURL, "download-url", "", "URL serving the app's installer")
+	f.StringVar(&req.ContactEmail, "contact-email", "", "contact address (answers a challenge)")
+	f.StringVar(&req.Category, "category", "", "rate-card category the app's slots sell in (optional)")
+	f.BoolVar(&force, "force", false, "replace the API key already saved in the profile")
+	return cmd
+}
+
+func (r *runner) appsScoreCommand() *cobra.Command {
+	var watch bool
+	var interval, timeout time.Duration
+	var jobID string
+	cmd := &cobra.Command{
+		Use:   "score [--watch]",
+		Short: "the app's status, gate checks and reputation (GET /v1/apps/{app_id}/score)",
+		Long: `Prints the app's score. With --watch it polls the score (and the scoring job)
+until the app leaves "pending" (the vetting gate or an operator decided),
+showing the gate checks as they pass, then prints the final score.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			if jobID == "" && r.file.Profiles[r.settings.Profile.Value].AppID == appID {
+				jobID = r.file.Profiles[r.settings.Profile.Value].ScoringJobID
+			}
+			var sc *xpromo.Score
+			if watch {
+				if interval <= 0 {
+					return usageErr("--interval must be positive")
+				}
+				sc, err = r.watchScore(cmd.Context(), c, appID, jobID, interval, timeout)
+			} else {
+				sc, err = c.GetScore(cmd.Context(), appID)
+			}
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return printScore(r.env.Stdout, sc)
+		},
+	}
+	r.addAppIDFlag(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&watch, "watch", false, "poll until the app leaves pending, showing the gate checks")
+	f.DurationVar(&interval, "interval", 5*time.Second, "time between polls with --watch")
+	f.DurationVar(&timeout, "timeout", 0, "give up watching after this long (0: never; Ctrl-C stops)")
+	f.StringVar(&jobID, "job-id", "", "scoring job to follow with --watch (default: the registration's scoring_job_id)")
+	return cmd
+}
+
+// gateChecks are the gate's booleans, in the API's order.
+func gateChecks(g xpromo.Gate) [][2]string {
+	return [][2]string{
+		{"signed", yesNo(g.Signed)},
+		{"malware_clean", yesNo(g.MalwareClean)},
+		{"domain_age_ok", yesNo(g.DomainAgeOK)},
+		{"contact_verified", yesNo(g.ContactVerified)},
+		{"bundle_match", yesNo(g.BundleMatch)},
+	}
+}
+
+func gatePassed(g xpromo.Gate) int {
+	n := 0
+	for _, ok := range []bool{g.Signed, g.MalwareClean, g.DomainAgeOK, g.ContactVerified, g.BundleMatch} {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+func printScore(w io.Writer, sc *xpromo.Score) error {
+	rows := [][2]string{
+		{"status", string(sc.Status)},
+		{"gate", fmt.Sprintf("%d/5 checks passed", gatePassed(sc.Gate))},
+	}
+	for _, c := range gateChecks(sc.Gate) {
+		rows = append(rows, [2]string{"gate." + c[0], c[1]})
+	}
+	rp := sc.Reputation
+	rows = append(rows, [2]string{"reputation", fmt.Sprintf("%d/100 (ai_visibility %d, cadence %d, reviews %d, coherence %d)",
+		rp.Total, rp.AIVisibility, rp.Cadence, rp.Reviews, rp.Coherence)})
+	if b := sc.Behavior; b != nil {
+		rows = append(rows, [2]string{"behavior", fmt.Sprintf("retention_48h %s, uninstall_rate %s, complaints %s, canary %s",
+			percent(b.Retention48h), percent(b.UninstallRate), strconv.FormatFloat(b.Complaints, 'f', -1, 64), yesNo(b.Canary))})
+	} else {
+		rows = append(rows, [2]string{"behavior", "- (replaces reputation after 500 installs traded)"})
+	}
+	reasons := "-"
+	if len(sc.Reasons) > 0 {
+		reasons = strings.Join(sc.Reasons, ", ")
+	}
+	rows = append(rows, [2]string{"reasons", reasons}, [2]string{"next_review_at", ts(sc.NextReviewAt)})
+	return kv(w, rows...)
+}
+
+// watchScore polls the score until the app's status is no longer pending.
+// Progress goes to stderr: a bar of the gate checks on a terminal, a line
+// per change otherwise.
+func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID string, interval, timeout time.Duration) (*xpromo.Score, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var bar *progressbar.ProgressBar
+	if r.env.IsTerminal(r.env.Stderr) {
+		bar = progressbar.NewOptions(5,
+			progressbar.OptionSetWriter(r.env.Stderr),
+			progressbar.OptionSetDescription("gate checks"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionSetSpinnerChangeInterval(0),
+			progressbar.OptionSetWidth(20),
+			progressbar.OptionClearOnFinish(),
+		)
+		defer bar.Exit()
+	}
+	last := ""
+	for {
+		// The job first, the score last: --json prints the last answer.
+		job := ""
+		if jobID != "" {
+			j, err := c.GetJob(ctx, appID, jobID)
+			if err != nil {
+				return nil, watchErr(err, timeout)
+			}
+			job = string(j.Status)
+		}
+		sc, err := c.GetScore(ctx, appID)
+		if err != nil {
+			return nil, watchErr(err, timeout)
+		}
+		state := watchLine(sc, job)
+		if bar != nil {
+			bar.Describe(state)
+			_ = bar.Set(gatePassed(sc.Gate))
+		} else if state != last {
+			fmt.Fprintln(r.env.Stderr, state)
+		}
+		last = state
+		if sc.Status != xpromo.AppStatusPending {
+			if bar != nil {
+				_ = bar.Clear()
+			}
+			return sc, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, watchErr(ctx.Err(), timeout)
+		case <-t.C:
+		}
+	}
+}
+
+func watchLine(sc *xpromo.Score, job string) string {
+	s := fmt.Sprintf("status %s, gate %d/5 checks passed", sc.Status, gatePassed(sc.Gate))
+	if job != "" {
+		s += ", scoring job " + job
+	}
+	if len(sc.Reasons) > 0 {
+		s += " (" + strings.Join(sc.Reasons, ", ") + ")"
+	}
+	return s
+}
+
+func watchErr(err error, timeout time.Duration) error {
+	if timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+		return localErr(codeTimeout, ExitOther, "the app was still pending after %s", timeout)
+	}
+	return err
+}
+
+func (r *runner) appsRotateKeyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rotate-key",
+		Short: "issue a new API key (POST /v1/apps/{app_id}/keys/rotate) and save it to the profile",
+		Long: `Issues a new API key and saves it to the profile; every older key stops working
+at previous_key_expires_at (24 hours). The table shows the new key masked; --json
+prints the API's answer, key included.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			rot, err := c.RotateKey(cmd.Context(), appID)
+			if err != nil {
+				return err
+			}
+			saveErr := r.saveProfile(func(p *config.Profile) {
+				p.APIKey, p.AppID = rot.APIKey, appID
+				if p.BaseURL == "" {
+					p.BaseURL = c.BaseURL()
+				}
+			})
+			if r.g.json {
+				if err := r.writeRaw(); err != nil {
+					return err
+				}
+			} else if saveErr == nil {
+				if err := kv(r.env.Stdout,
+					[2]string{"api_key", config.Mask(rot.APIKey) + " (saved to profile " + quote(r.settings.Profile.Value) + ")"},
+					[2]string{"previous_key_expires_at", ts(rot.PreviousKeyExpiresAt)},
+				); err != nil {
+					return err
+				}
+			}
+			if saveErr != nil {
+				if !r.g.json {
+					// Not saved: this is the only chance to see the key.
+					fmt.Fprintf(r.env.Stdout, "api_key  %s\n", rot.APIKey)
+				}
+				return fmt.Errorf("the key was rotated but could not be saved (copy it from above): %w", saveErr)
+			}
+			return nil
+		},
+	}
+	r.addAppIDFlag(cmd)
+	return cmd
+}
+
+// noArgs refuses positional arguments (a usage error).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErr("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// exactArgs wants n positional arguments, named in the message.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageErr("%s needs %s", cmd.CommandPath(), strings.Join(names, " "))
+		}
+		for i, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return usageErr("%s: %s is empty", cmd.CommandPath(), names[i])
+			}
+		}
+		return nil
+	}
+}
+
+// required checks that flags were given (a usage error names the missing).
+func required(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usageErr("%s needs %s", cmd.CommandPath(), strings.Join(missing, ", "))
+	}
+	return nil
+}
