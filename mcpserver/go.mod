@@ -1,3 +1,21 @@
 module github.com/xpromo/xpromo/mcpserver
 
 go 1.26.8
+
+require (
+	github.com/mark3labs/mcp-go v1.2.1
+	github.com/xpromo/xpromo/sdk v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/google/jsonschema-go v0.4.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)
+
+replace github.com/xpromo/xpromo/sdk => ../sdk

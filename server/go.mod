@@ -7,13 +7,21 @@ require (
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/mark3labs/mcp-go v1.2.1
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
+	github.com/xpromo/xpromo/mcpserver v0.0.0-00010101000000-000000000000
 	github.com/xpromo/xpromo/sdk v0.0.0-00010101000000-000000000000
 	modernc.org/sqlite v1.60.1
+)
+
+require (
+	github.com/google/jsonschema-go v0.4.2 // indirect
+	github.com/spf13/cast v1.7.1 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 )
 
 require (
@@ -54,3 +62,5 @@ require (
 )
 
 replace github.com/xpromo/xpromo/sdk => ../sdk
+
+replace github.com/xpromo/xpromo/mcpserver => ../mcpserver

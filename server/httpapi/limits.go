@@ -52,7 +52,9 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limiter := s.services.Limiter
-		if limiter == nil {
+		// A REST call a tool makes for a request to /mcp was counted as
+		// that request (mcp.go): one tool call, one request of the budget.
+		if limiter == nil || servingMCP(r.Context()) {
 			next.ServeHTTP(w, r)
 			return
 		}

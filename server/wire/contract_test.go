@@ -264,7 +264,13 @@ func TestContract(t *testing.T) {
 		rotated := a.expect(201, a.do("POST", "/v1/apps/"+advID+"/keys/rotate", advKey, nil)).json(t)
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/score", rotated["api_key"].(string), nil))
 
-		chk.RoutesMatch(a.srv.Router(), "/healthz", "/readyz", "/metrics")
+		// /mcp is the MCP endpoint: JSON-RPC over the Streamable HTTP
+		// transport, whose messages, statuses and media types the MCP
+		// specification defines, not this REST document (whose rules, such
+		// as the Error body on every 4xx, it does not follow). Its tools are
+		// the document's operations; mcp_test.go checks their schemas against
+		// the document and their answers against the REST answers.
+		chk.RoutesMatch(a.srv.Router(), "/healthz", "/readyz", "/metrics", "/mcp")
 		chk.RequireAllExercised()
 
 		verify, err := ledger.Verify(context.Background(), s)

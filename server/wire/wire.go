@@ -80,5 +80,6 @@ func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
 	srv.MountAPI(svc)
+	mountMCP(cfg, srv)
 	return srv, nil
 }

@@ -1,0 +1,28 @@
+// Package mcpserver is the xpromo MCP (Model Context Protocol) server: one
+// tool per operation of the REST API, named as in the API document
+// (register_app, get_score, get_rate_card, get_network_stats,
+// get_integration_guide, top_up, create_campaign, pause_campaign,
+// resume_campaign, get_ledger, get_stats, request_payout). Each tool calls
+// the REST API through the Go SDK client (sdk/xpromo), so the server fronts
+// any conformant xpromo server.
+//
+// Input schemas mirror the operations' parameters and bodies (enums,
+// minimums, formats, required fields) and output schemas their answers;
+// mcp-go validates both. Every tool sets all four annotations. A failed call
+// is a tool error (isError) whose structuredContent is the API's Error body,
+// {"error": {"code", "message", "retry_after"}}, with the same stable code
+// the REST API gives for the same mistake, including mistakes the input
+// schema catches before the API is called.
+//
+// Two transports:
+//
+//   - stdio (ServeStdio; the xpromo-mcp command): one user. The session's
+//     API key is the SDK client's (XPROMO_API_KEY); with
+//     WithIssuedKeyRemembered, register_app switches the session to the key
+//     it issued.
+//   - Streamable HTTP (HTTPHandler; the reference server mounts it at /mcp):
+//     stateless, each request's Authorization header is passed through to
+//     the REST call unchanged.
+//
+// docs/mcp.md describes the tools for users.
+package mcpserver

@@ -1,0 +1,349 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// The JSON Schemas of the tools. Each mirrors the REST operation of the
+// same name in openapi.json, resolved (no $ref, so that every MCP client can
+// read it): input schemas are the operation's path, query and header
+// parameters plus its body fields; output schemas are its answer. A test of
+// the reference server (server/wire/mcp_test.go) compares them with the
+// document, keyword by keyword, so they cannot drift. Descriptions are
+// written for an agent and may differ.
+
+// schema is one JSON Schema object.
+type schema = map[string]any
+
+// param is one argument of a tool: a path, query or header parameter or a
+// body field of its REST call.
+type param struct {
+	name     string
+	schema   schema
+	required bool
+	// code is the API's error code for a value the schema refuses by a
+	// value rule (enum, minimum, pattern, …); codes overrides it for one
+	// keyword. A wrong JSON type is always invalid_type. These are the codes
+	// the REST API answers for the same mistake, so that an agent sees one
+	// code whichever layer caught it.
+	code  string
+	codes map[string]string
+}
+
+// codeFor is the API code for a value of p refused by keyword.
+func (p param) codeFor(keyword string) string {
+	if keyword == "type" {
+		return codeInvalidType
+	}
+	if c, ok := p.codes[keyword]; ok {
+		return c
+	}
+	return p.code
+}
+
+// inputSchema is the tool's input schema: an object of params, nothing else.
+func inputSchema(params []param) json.RawMessage {
+	props := schema{}
+	required := []string{}
+	for _, p := range params {
+		props[p.name] = p.schema
+		if p.required {
+			required = append(required, p.name)
+		}
+	}
+	return mustJSON(schema{
+		"type":                 "object",
+		"properties":           props,
+		"required":             required,
+		"additionalProperties": false,
+	})
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("mcpserver: schema: " + err.Error()) // the schemas are literals
+	}
+	return b
+}
+
+// Error codes the schemas map to that the SDK does not name.
+const (
+	codeMissingField          = "missing_field"
+	codeUnknownField          = "unknown_field"
+	codeInvalidCategory       = "invalid_category"
+	codeUnknownCategory       = "unknown_category"
+	codeInvalidDate           = "invalid_date"
+	codeInvalidLimit          = "invalid_limit"
+	codeInvalidCursor         = "invalid_cursor"
+	codeInvalidPeriod         = "invalid_period"
+	codeInvalidIdempotencyKey = "invalid_idempotency_key"
+)
+
+// Building blocks.
+
+func withDesc(s schema, desc string) schema {
+	if desc != "" {
+		s["description"] = desc
+	}
+	return s
+}
+
+func str(desc string) schema          { return withDesc(schema{"type": "string"}, desc) }
+func nonEmpty(desc string) schema     { return withDesc(schema{"type": "string", "minLength": 1}, desc) }
+func strFormat(f, desc string) schema { return withDesc(schema{"type": "string", "format": f}, desc) }
+func number(desc string) schema       { return withDesc(schema{"type": "number"}, desc) }
+func boolean(desc string) schema      { return withDesc(schema{"type": "boolean"}, desc) }
+func cents(desc string) schema        { return withDesc(schema{"type": "integer", "format": "int64"}, desc) }
+func nullableString(desc string) schema {
+	return withDesc(schema{"type": []any{"string", "null"}}, desc)
+}
+
+func enum(desc string, values ...string) schema {
+	vs := make([]any, len(values))
+	for i, v := range values {
+		vs[i] = v
+	}
+	return withDesc(schema{"type": "string", "enum": vs}, desc)
+}
+
+func constant(typ string, v any, desc string) schema {
+	return withDesc(schema{"type": typ, "const": v}, desc)
+}
+
+func array(items schema, desc string) schema {
+	return withDesc(schema{"type": "array", "items": items}, desc)
+}
+
+// object is an output object: every property listed in required must be
+// there; other properties are allowed (a newer server may add fields).
+func object(desc string, required []string, props schema) schema {
+	if required == nil {
+		required = []string{}
+	}
+	return withDesc(schema{"type": "object", "required": required, "properties": props}, desc)
+}
+
+// keys returns the property names of props, sorted: for objects whose every
+// property is required.
+func keys(props schema) []string {
+	out := make([]string, 0, len(props))
+	for k := range props {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// allRequired is an object whose every property is required.
+func allRequired(desc string, props schema) schema { return object(desc, keys(props), props) }
+
+// Parameters shared by several tools.
+
+func appIDParam() param {
+	return param{name: "app_id", required: true, code: codeMissingField,
+		schema: nonEmpty("The app's id (app_id of register_app). The API key acts on its own app only: another app's id answers not_found, like a missing one.")}
+}
+
+func campaignIDParam() param {
+	return param{name: "campaign_id", required: true, code: codeMissingField,
+		schema: nonEmpty("The campaign's id (campaign_id of create_campaign). Another app's campaign answers not_found.")}
+}
+
+// idempotencyKeyParam is the Idempotency-Key header of every POST.
+func idempotencyKeyParam() param {
+	return param{name: "idempotency_key", code: codeInvalidIdempotencyKey,
+		schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 255},
+			"Optional. Makes the call safe to repeat: the same key with the same arguments replays the first answer instead of acting again (kept 24 hours); with other arguments it answers idempotency_key_reused. Without it each call acts anew.")}
+}
+
+// Enumerations of the API.
+
+func appStatusSchema() schema {
+	return enum("Status of the app: pending until the vetting gate ran, then approved or rejected; throttled on its first trade, live once it has cleared installs with good retention; suspended after fraud or complaints.",
+		"pending", "approved", "throttled", "live", "suspended", "rejected")
+}
+
+func campaignStatusSchema() schema {
+	return enum("Status of the campaign: throttled when new, active once its app is live and funded, paused by pause_campaign.",
+		"throttled", "active", "paused")
+}
+
+func lineTypeSchema() schema {
+	return enum("Kind of the ledger line.",
+		"topup", "earn", "charge", "escrow_hold", "escrow_release", "clawback", "payout", "adjustment")
+}
+
+// Answers of the API (components/schemas of openapi.json).
+
+func registerAppResponseSchema() schema {
+	return allRequired("The registered app: its id and its API key.", schema{
+		"app_id":         str("Opaque identifier; do not parse."),
+		"api_key":        str("The bearer credential of this app, shown only once: store it (e.g. as XPROMO_API_KEY of the MCP server)."),
+		"status":         constant("string", "pending", "Always pending: the vetting gate and a scoring job are queued."),
+		"scoring_job_id": str(""),
+	})
+}
+
+func scoreSchema() schema {
+	score100 := func(desc string) schema {
+		return withDesc(schema{"type": "integer", "minimum": 0, "maximum": 100}, desc)
+	}
+	behavior := allRequired("Trading score; replaces reputation after 500 installs traded.", schema{
+		"retention_48h":  number(""),
+		"uninstall_rate": number(""),
+		"canary":         boolean(""),
+		"complaints":     number(""),
+	})
+	return allRequired("The app's status, vetting gate outcomes and score.", schema{
+		"status": appStatusSchema(),
+		"gate": allRequired("Outcomes of the vetting gate.", schema{
+			"signed":           boolean("macOS notarisation ticket or Windows Authenticode chain."),
+			"malware_clean":    boolean(""),
+			"domain_age_ok":    boolean(""),
+			"contact_verified": boolean(""),
+			"bundle_match":     boolean(""),
+		}),
+		"reputation": allRequired("Pre-trading score, each value on a 0-100 scale.", schema{
+			"total":         score100("Weighted total: AI visibility and sentiment 50%, release cadence 20%, reviews 20%, coherence 10%."),
+			"ai_visibility": score100("AI visibility and sentiment."),
+			"cadence":       score100("Release cadence."),
+			"reviews":       score100(""),
+			"coherence":     score100(""),
+		}),
+		"behavior": schema{
+			"description": "Replaces reputation after 500 installs traded; null before.",
+			"oneOf":       []any{behavior, schema{"type": "null"}},
+		},
+		"reasons":        array(schema{"type": "string"}, "Reason codes."),
+		"next_review_at": strFormat("date-time", ""),
+	})
+}
+
+func rateCardSchema() schema {
+	return allRequired("The rate card. Amounts are euro cents.", schema{
+		"currency":     constant("string", "EUR", ""),
+		"take_rate":    constant("number", 0.3, "Share kept by the service of each cleared install."),
+		"credit_bonus": constant("number", 1.2, "Multiplier when earnings are taken as credits."),
+		"categories": array(allRequired("", schema{
+			"key":             str("Category key, as used in create_campaign's categories."),
+			"label":           str(""),
+			"floor_cents_min": cents("Lowest floor of the category across platforms."),
+			"floor_cents_max": cents("Highest floor of the category across platforms."),
+		}), ""),
+		"reserved_floor_share": constant("number", 0.3, "Share of each category's inventory sold only at floor, never auctioned."),
+		"pricing_model":        constant("string", "floor_plus_second_price", ""),
+	})
+}
+
+func networkStatsSchema() schema {
+	return allRequired("Network-wide figures.", schema{
+		"period":        str("The window the figures cover."),
+		"clearing_rate": number("Share of install claims that survive to activated_48h."),
+		"fraud_pct":     number("Share of chains rejected by a fraud rule."),
+		"avg_cpi_by_category": withDesc(schema{"type": "object", "additionalProperties": cents("")},
+			"Map from category key to average cost per cleared install in cents."),
+	})
+}
+
+func integrationGuideSchema() schema {
+	return allRequired("The SDK quickstart.", schema{
+		"markdown": str("The integration guide, as markdown (the text/markdown body of GET /v1/integration-guide)."),
+	})
+}
+
+func ledgerLineSchema() schema {
+	return allRequired("One line of the app's append-only ledger.", schema{
+		"id":                  str(""),
+		"ts":                  strFormat("date-time", ""),
+		"type":                lineTypeSchema(),
+		"amount_cents":        cents("Signed: positive credits the app's wallet."),
+		"counterparty_app_id": nullableString(""),
+		"event_chain_id":      nullableString("The event chain (two ed25519 signatures) behind the line, if any."),
+		"balance_after":       cents("Wallet balance after this line."),
+		"note":                nullableString(""),
+	})
+}
+
+func topUpResultSchema() schema {
+	checkout := allRequired("For a person: payment is completed at checkout_url; the wallet is credited (a topup ledger line) once it is paid.", schema{
+		"checkout_url": strFormat("uri", "Open it to pay with the payment processor."),
+	})
+	accept := allRequired("x402 version 1 payment requirements.", schema{
+		"scheme":            enum("", "exact"),
+		"network":           enum("base, or base-sepolia in test mode.", "base", "base-sepolia"),
+		"maxAmountRequired": withDesc(schema{"type": "string", "pattern": "^[0-9]+$"}, "Exact amount in atomic units of the asset (USDC: 6 decimals)."),
+		"resource":          strFormat("uri", ""),
+		"description":       str(""),
+		"mimeType":          str(""),
+		"payTo":             withDesc(schema{"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, "Recipient address."),
+		"maxTimeoutSeconds": schema{"type": "integer", "minimum": 1},
+		"asset":             withDesc(schema{"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, "Token contract address (USDC)."),
+		"extra": allRequired("EIP-712 domain of the asset.", schema{
+			"name":    str(""),
+			"version": str(""),
+		}),
+	})
+	challenge := allRequired("For a machine payer (prefer_x402): the x402 challenge (HTTP 402). Pay it and call top_up again with payment set.", schema{
+		"x402Version": constant("integer", 1, ""),
+		"accepts":     withDesc(schema{"type": "array", "minItems": 1, "items": accept}, ""),
+		"resource":    strFormat("uri", ""),
+		"error":       str("Why payment is required, or why the offered payment failed."),
+	})
+	line := ledgerLineSchema()
+	line["description"] = "After a settled x402 payment: the topup ledger line that credited the wallet."
+	return schema{
+		"type":        "object",
+		"description": "Exactly one of: the checkout (checkout_url), the x402 challenge (x402Version, accepts…) or the topup ledger line (id, type…).",
+		"oneOf":       []any{checkout, challenge, line},
+	}
+}
+
+func campaignSchema() schema {
+	return allRequired("The campaign.", schema{
+		"campaign_id":        str("Opaque identifier; do not parse."),
+		"daily_budget_cents": cents(""),
+		"status":             campaignStatusSchema(),
+		"floor_cents":        cents("Published floor of the campaign (the highest floor among its categories for its app's platform); never rises."),
+		"max_bid_cents":      withDesc(schema{"type": []any{"integer", "null"}, "format": "int64"}, "Null for a floor-price campaign."),
+	})
+}
+
+// campaignAnswerSchema is a Campaign whose status is narrowed by status
+// (the answer of create, pause or resume).
+func campaignAnswerSchema(status schema) schema {
+	return schema{
+		"type":  "object",
+		"allOf": []any{campaignSchema(), schema{"properties": schema{"status": status}}},
+	}
+}
+
+func ledgerPageSchema() schema {
+	return object("One page of the ledger.", []string{"lines"}, schema{
+		"lines":       array(ledgerLineSchema(), "Ordered by sequence, oldest first."),
+		"next_cursor": str("Present when more lines exist: call get_ledger again with cursor set to it (and the same from and to). Absent on the last page."),
+	})
+}
+
+func statsSchema() schema {
+	count := func() schema { return schema{"type": "integer", "format": "int64", "minimum": 0} }
+	return allRequired("The app's delivery and fraud figures over the period.", schema{
+		"impressions":   count(),
+		"clicks":        count(),
+		"installs":      count(),
+		"cleared":       count(),
+		"retention_48h": number(""),
+		"fraud_rejected": withDesc(schema{"type": "object", "additionalProperties": count()},
+			"Map from stable fraud reason code to count."),
+		"floor_cents":              cents(""),
+		"avg_clearing_price_cents": cents("What contention cost; equals floor_cents when nothing was contested."),
+	})
+}
+
+func payoutSchema() schema {
+	return allRequired("The transfer to the app's connected account.", schema{
+		"transfer_id":  str(""),
+		"amount_cents": withDesc(schema{"type": "integer", "format": "int64", "minimum": 5000}, ""),
+	})
+}

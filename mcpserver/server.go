@@ -1,0 +1,240 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+)
+
+// Name and Version identify the MCP server to its clients.
+const (
+	Name    = "xpromo"
+	Version = "0.1.0"
+)
+
+// instructions are sent to the client at connection: a short orientation
+// for the agent.
+const instructions = `xpromo is a cross-promotion and paid-install network for macOS and Windows desktop apps. Amounts are integers in euro cents (one credit is one cent, currency EUR).
+
+Start with get_rate_card (categories and their floor prices) and get_integration_guide (how to embed the SDK). register_app registers an app and issues its API key, shown only once: keep it. The other app tools act on the caller's own app only. Typical flow: register_app, top_up (pay at checkout_url), create_campaign, then get_ledger and get_stats.
+
+A failed call returns isError with structuredContent {"error": {"code", "message", "retry_after"}}: act on code (stable), never on message; retry_after says when a retry may succeed (e.g. rate_limited).`
+
+// Server is the xpromo MCP server: the twelve tools of the API, each
+// calling the REST API through the SDK client. Serve it over stdio with
+// ServeStdio or over Streamable HTTP with HTTPHandler.
+type Server struct {
+	mcp   *server.MCPServer
+	base  *xpromo.Client // the caller's client, with the session's key
+	anon  *xpromo.Client // the same without a key: requests that bring their own
+	tools map[string]*tool
+
+	rememberIssuedKey bool
+	mu                sync.Mutex
+	key               string // the session's API key
+}
+
+// Option configures New.
+type Option func(*Server)
+
+// WithIssuedKeyRemembered makes the session switch to the API key that
+// register_app issues: after a successful register_app, the tools act as
+// the new app, so an agent can register and go on without configuring
+// anything. It is for a server with one user, such as xpromo-mcp over stdio.
+// Never use it on a server shared by several callers (over HTTP each
+// request brings its own key anyway, and it is never remembered).
+func WithIssuedKeyRemembered() Option {
+	return func(s *Server) { s.rememberIssuedKey = true }
+}
+
+// New returns the MCP server in front of the API that c talks to. c's API
+// key (xpromo.WithAPIKey, may be empty) is the session's key, used by every
+// tool call that does not bring its own credentials (ContextWithAuthorization).
+//
+// Build c with xpromo.WithMaxRetryAfter(0) so that a rate limit comes back
+// at once as a rate_limited tool error with its retry_after, rather than
+// holding the agent's call while the client waits.
+func New(c *xpromo.Client, opts ...Option) *Server {
+	s := &Server{
+		base:  c,
+		anon:  c.With(xpromo.WithAPIKey("")),
+		key:   c.APIKey(),
+		tools: map[string]*tool{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(s.explainRefusal)
+	s.mcp = server.NewMCPServer(Name, Version,
+		server.WithTitle("xpromo"),
+		server.WithDescription("Cross-promotion and paid-install network for macOS and Windows desktop apps."),
+		server.WithInstructions(instructions),
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithInputSchemaValidation(),
+		server.WithOutputSchemaValidation(),
+		server.WithHooks(hooks),
+	)
+	for _, t := range allTools() {
+		s.tools[t.name] = t
+		s.mcp.AddTool(t.definition(), s.handler(t))
+	}
+	return s
+}
+
+// MCPServer returns the underlying mcp-go server (for in-process clients
+// and other transports).
+func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+
+// APIKey returns the session's API key: the client's, or the last one
+// register_app issued under WithIssuedKeyRemembered.
+func (s *Server) APIKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.key
+}
+
+func (s *Server) setKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = key
+}
+
+// ServeStdio serves the tools over stdio (newline-delimited JSON-RPC on in
+// and out) until ctx is done or in ends. logger receives transport errors;
+// nil discards them.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	std := server.NewStdioServer(s.mcp)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	std.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
+	return std.Listen(ctx, in, out)
+}
+
+// Authorization over HTTP.
+
+type authorizationKey struct{}
+
+// ContextWithAuthorization returns ctx carrying the credentials of one
+// request: the tools then send authorization (the value of an HTTP
+// Authorization header, e.g. "Bearer xp_live_…"; "" for none) with their
+// REST call, unchanged, instead of the session's key. The API judges it
+// exactly as it judges its own callers.
+func ContextWithAuthorization(ctx context.Context, authorization string) context.Context {
+	return context.WithValue(ctx, authorizationKey{}, authorization)
+}
+
+func authorizationFrom(ctx context.Context) (string, bool) {
+	v, ok := ctx.Value(authorizationKey{}).(string)
+	return v, ok
+}
+
+// HTTPHandler serves the tools over the Streamable HTTP transport, POST
+// only and stateless: every request is answered on its own, so the handler
+// can run on any number of instances. Each request's Authorization header is
+// passed through to the REST calls of its tool (ContextWithAuthorization);
+// the session's key is never used and register_app's key is never
+// remembered. GET (a server-to-client stream) answers 405: the tools send
+// no notifications.
+//
+// The DNS-rebinding guard of mcp-go (403 for a loopback connection with a
+// non-local Host) is off: it protects local MCP servers that need no
+// credentials, while every private tool here needs the caller's own key and
+// the public ones are public over REST too. Left on, it would refuse every
+// request that a reverse proxy on the same host forwards with its public
+// Host.
+func (s *Server) HTTPHandler(logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return server.NewStreamableHTTPServer(s.mcp,
+		server.WithStateLess(true),
+		server.WithDisableStreaming(true),
+		server.WithDisableLocalhostProtection(true),
+		server.WithStreamableHTTPLogger(logger),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			return ContextWithAuthorization(ctx, r.Header.Get("Authorization"))
+		}),
+	)
+}
+
+// caller is who a tool call acts as.
+type caller struct {
+	client  *xpromo.Client
+	opts    []xpromo.CallOption
+	session bool // the session's key (not the request's own credentials)
+}
+
+func (s *Server) callerOf(ctx context.Context) caller {
+	if auth, ok := authorizationFrom(ctx); ok {
+		if auth == "" {
+			return caller{client: s.anon}
+		}
+		return caller{client: s.anon, opts: []xpromo.CallOption{xpromo.WithHeader("Authorization", auth)}}
+	}
+	key := s.APIKey()
+	if key == s.base.APIKey() {
+		return caller{client: s.base, session: true}
+	}
+	return caller{client: s.base.With(xpromo.WithAPIKey(key)), session: true}
+}
+
+// handler runs tool t: decode the arguments, call the API, shape the answer.
+func (s *Server) handler(t *tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		raw, err := decodeArguments(req.GetRawArguments())
+		if err != nil {
+			return newErrorResult(errorBody{Code: codeInvalidType, Message: err.Error()}), nil
+		}
+		args := arguments(raw)
+		c := s.callerOf(ctx)
+		opts := c.opts
+		if key := args.str("idempotency_key"); key != "" {
+			opts = append(opts[:len(opts):len(opts)], xpromo.WithIdempotencyKey(key))
+		}
+		out, err := t.call(ctx, c.client, args, opts)
+		if err != nil {
+			var bad badArgument
+			if errors.As(err, &bad) {
+				return newErrorResult(errorBody{Code: bad.code, Message: bad.message}), nil
+			}
+			return errorResult(err), nil
+		}
+		if t.name == "register_app" && c.session && s.rememberIssuedKey {
+			if reg, ok := out.value.(*xpromo.RegisterAppResponse); ok && reg.APIKey != "" {
+				s.setKey(reg.APIKey)
+			}
+		}
+		return out.result()
+	}
+}
+
+// answer is a tool's successful result: value becomes structuredContent;
+// text, when set, is the text content instead of value's JSON.
+type answer struct {
+	value any
+	text  string
+}
+
+func (a answer) result() (*mcp.CallToolResult, error) {
+	text := a.text
+	if text == "" {
+		b, err := json.Marshal(a.value)
+		if err != nil {
+			return nil, err
+		}
+		text = string(b)
+	}
+	return mcp.NewToolResultStructured(a.value, text), nil
+}

@@ -1,0 +1,366 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+)
+
+const codeInvalidType = "invalid_type"
+
+// hints are the four MCP tool annotations, always all set: mcp-go would
+// otherwise announce the protocol's defaults (not read-only, destructive,
+// not idempotent, open world), which are wrong for most of these tools.
+//
+//   - readOnly: the tool changes nothing.
+//   - destructive: it may change or remove something irreversibly. Only
+//     request_payout is: it sends money out of the wallet. Pausing a
+//     campaign is not: resume_campaign restores it and nothing is lost.
+//   - idempotent: calling it again with the same arguments has no further
+//     effect. The reads are; so are pause and resume (pausing a paused
+//     campaign changes nothing). register_app, top_up, create_campaign and
+//     request_payout act anew on each call (each of them takes an
+//     idempotency_key argument for safe retries).
+//   - openWorld: it reaches beyond the xpromo service. top_up (a payment
+//     processor's checkout, or an x402 payment settled on chain),
+//     request_payout (a transfer to the app's connected account at the
+//     payment processor) and register_app (the vetting gate looks the domain
+//     up over RDAP, fetches the download URL and emails the contact) do; the
+//     rest read or change only xpromo's own records.
+type hints struct {
+	readOnly, destructive, idempotent, openWorld bool
+}
+
+var (
+	read       = hints{readOnly: true, destructive: false, idempotent: true, openWorld: false}
+	reversible = hints{readOnly: false, destructive: false, idempotent: true, openWorld: false}
+)
+
+// tool is one MCP tool: its REST operation's name, schemas and call.
+type tool struct {
+	name        string
+	title       string
+	description string
+	params      []param
+	output      schema
+	hints       hints
+	call        func(ctx context.Context, c *xpromo.Client, args arguments, opts []xpromo.CallOption) (answer, error)
+}
+
+// definition is the tool as tools/list shows it.
+func (t *tool) definition() mcp.Tool {
+	def := mcp.NewTool(t.name,
+		mcp.WithToolTitle(t.title),
+		mcp.WithDescription(t.description),
+		mcp.WithRawInputSchema(inputSchema(t.params)),
+		mcp.WithRawOutputSchema(mustJSON(t.output)),
+		mcp.WithTitleAnnotation(t.title),
+		mcp.WithReadOnlyHintAnnotation(t.hints.readOnly),
+		mcp.WithDestructiveHintAnnotation(t.hints.destructive),
+		mcp.WithIdempotentHintAnnotation(t.hints.idempotent),
+		mcp.WithOpenWorldHintAnnotation(t.hints.openWorld),
+	)
+	// NewTool starts from an empty object schema; the raw one replaces it.
+	def.InputSchema = mcp.ToolInputSchema{}
+	return def
+}
+
+// ToolNames are the tools' names, one per operation of the API document,
+// in the document's order.
+var ToolNames = []string{
+	"register_app", "get_score", "get_rate_card", "get_network_stats",
+	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
+	"resume_campaign", "get_ledger", "get_stats", "request_payout",
+}
+
+// keyNote ends the description of every tool that needs the API key.
+const keyNote = " Needs the app's API key (issued by register_app)."
+
+func allTools() []*tool {
+	return []*tool{
+		{
+			name:  "register_app",
+			title: "Register an app",
+			description: "Register a macOS or Windows app with the network (POST /v1/apps). Returns its app_id and its API key, " +
+				"shown only once: keep it. The app starts pending while the vetting gate checks its domain (at least six months old, over RDAP), " +
+				"its download (must serve bundle_id, signed) and its contact email (a challenge message). Needs no key.",
+			params: []param{
+				{name: "name", required: true, code: codeMissingField, schema: nonEmpty("Display name of the app.")},
+				{name: "platform", required: true, code: xpromo.CodeInvalidPlatform, schema: enum("mac (macOS) or win (Windows).", "mac", "win")},
+				{name: "bundle_id", required: true, code: codeMissingField, schema: nonEmpty("Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
+				{name: "domain", required: true, code: codeMissingField, schema: nonEmpty("The app's web domain, e.g. example.com; must be at least six months old.")},
+				{name: "download_url", required: true, schema: strFormat("uri", "Absolute https URL that serves the app's download; it must contain bundle_id.")},
+				{name: "contact_email", required: true, schema: strFormat("email", "Contact address; it must answer a challenge message.")},
+				{name: "category", code: codeInvalidCategory, schema: withDesc(schema{"type": "string", "pattern": "^[a-z0-9-]{1,64}$"},
+					"Optional: the rate-card category key the app's own slots sell inventory in.")},
+				idempotencyKeyParam(),
+			},
+			output: registerAppResponseSchema(),
+			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: true},
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.RegisterApp(ctx, &xpromo.RegisterAppRequest{
+					Name: a.str("name"), Platform: xpromo.Platform(a.str("platform")), BundleID: a.str("bundle_id"),
+					Domain: a.str("domain"), DownloadURL: a.str("download_url"), ContactEmail: a.str("contact_email"),
+					Category: a.str("category"),
+				}, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "get_score",
+			title:       "Read an app's score",
+			description: "Read the app's status (pending, approved, throttled, live, suspended, rejected), its vetting gate outcomes, its reputation (or, after 500 installs traded, behaviour) score and reason codes (GET /v1/apps/{app_id}/score)." + keyNote,
+			params:      []param{appIDParam()},
+			output:      scoreSchema(),
+			hints:       read,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetScore(ctx, a.str("app_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "get_rate_card",
+			title:       "Read the rate card",
+			description: "Read the published prices (GET /v1/rate-card): the categories with their floor prices per cleared install (in cents; floors never rise), the take rate (0.3), the credit bonus (1.2) and the pricing model (floor plus second-price auction; 30% of inventory reserved at floor). Needs no key.",
+			output:      rateCardSchema(),
+			hints:       read,
+			call: func(ctx context.Context, c *xpromo.Client, _ arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetRateCard(ctx, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "get_network_stats",
+			title:       "Read the network's figures",
+			description: "Read network-wide figures (GET /v1/network-stats): the share of installs that clear (still in use after 48 hours), the share rejected as fraud, and the average cost per install by category. Needs no key.",
+			output:      networkStatsSchema(),
+			hints:       read,
+			call: func(ctx context.Context, c *xpromo.Client, _ arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetNetworkStats(ctx, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "get_integration_guide",
+			title:       "Read the SDK integration guide",
+			description: "Read the SDK quickstart (GET /v1/integration-guide): how to embed the xpromo SDK in a macOS or Windows app, as markdown. Needs no key.",
+			output:      integrationGuideSchema(),
+			hints:       read,
+			call: func(ctx context.Context, c *xpromo.Client, _ arguments, opts []xpromo.CallOption) (answer, error) {
+				md, err := c.GetIntegrationGuide(ctx, opts...)
+				return answer{value: map[string]string{"markdown": md}, text: md}, err
+			},
+		},
+		{
+			name:  "top_up",
+			title: "Top up the app's wallet",
+			description: "Buy credits for the app's wallet (POST /v1/apps/{app_id}/top-up); one credit is one euro cent, at least 5000. " +
+				"The answer is a checkout_url where a person pays with the payment processor (the wallet is credited, with a topup ledger line, once paid); " +
+				"or, with prefer_x402, an x402 challenge (x402Version, accepts) that a machine payer settles in USDC and answers by calling top_up again with payment set " +
+				"(and the same idempotency_key), which returns the topup ledger line." + keyNote,
+			params: []param{
+				appIDParam(),
+				{name: "amount_cents", required: true, code: xpromo.CodeBelowMinimum, schema: withDesc(
+					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinTopUpCents},
+					"Credits to buy, in euro cents; at least 5000 (EUR 50).")},
+				{name: "prefer_x402", schema: withDesc(schema{"type": "boolean", "default": false},
+					"Pay machine-to-machine over x402 (sends Prefer: payment=x402): the answer is the x402 challenge instead of a checkout URL.")},
+				{name: "payment", schema: str("An x402 X-PAYMENT value (base64 of a signed PaymentPayload) answering an earlier challenge.")},
+				idempotencyKeyParam(),
+			},
+			output: topUpResultSchema(),
+			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: true},
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				amount, err := a.int64("amount_cents")
+				if err != nil {
+					return answer{}, err
+				}
+				out, err := c.TopUp(ctx, a.str("app_id"), &xpromo.TopUpParams{
+					AmountCents: amount, PreferX402: a.bool("prefer_x402"), Payment: a.str("payment"),
+				}, opts...)
+				if err != nil {
+					return answer{}, err
+				}
+				// The REST answer's body, whichever it was.
+				switch {
+				case out.Challenge != nil:
+					return answer{value: out.Challenge}, nil
+				case out.Line != nil:
+					return answer{value: out.Line}, nil
+				default:
+					return answer{value: &xpromo.TopUpResponse{CheckoutURL: out.CheckoutURL}}, nil
+				}
+			},
+		},
+		{
+			name:  "create_campaign",
+			title: "Create a campaign",
+			description: "Create a campaign that buys cleared installs of the caller's own app in rate-card categories (POST /v1/campaigns). " +
+				"It starts throttled. Without max_bid_cents it buys at the category floor; with it, it may win contested inventory, paying one cent above the next-highest bid, never more than max_bid_cents." + keyNote,
+			params: []param{
+				{name: "app_id", required: true, code: codeMissingField, schema: nonEmpty("The caller's own app; another app's id answers not_found.")},
+				{name: "categories", required: true, code: codeInvalidCategory, codes: map[string]string{"minLength": codeUnknownCategory},
+					schema: withDesc(schema{"type": "array", "minItems": 1, "items": schema{"type": "string", "minLength": 1}},
+						"Category keys as published by get_rate_card, each once.")},
+				{name: "daily_budget_cents", required: true, code: xpromo.CodeBelowMinimum, schema: withDesc(
+					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinDailyBudgetCents},
+					"The most the campaign spends per UTC day, in euro cents; at least 1000.")},
+				{name: "max_bid_cents", schema: cents("Optional: the most paid per cleared install, in cents; at or above the category floor (else bid_below_floor). Omit to buy at the floor.")},
+				idempotencyKeyParam(),
+			},
+			output: campaignAnswerSchema(schema{"const": "throttled"}),
+			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: false},
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				budget, err := a.int64("daily_budget_cents")
+				if err != nil {
+					return answer{}, err
+				}
+				req := &xpromo.CreateCampaignRequest{AppID: a.str("app_id"), Categories: a.strs("categories"), DailyBudgetCents: budget}
+				if a.has("max_bid_cents") {
+					bid, err := a.int64("max_bid_cents")
+					if err != nil {
+						return answer{}, err
+					}
+					req.MaxBidCents = &bid
+				}
+				out, err := c.CreateCampaign(ctx, req, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "pause_campaign",
+			title:       "Pause a campaign",
+			description: "Pause a campaign of the caller's app (POST /v1/campaigns/{campaign_id}/pause): it stops buying installs until resumed. Pausing a paused campaign changes nothing." + keyNote,
+			params:      []param{campaignIDParam(), idempotencyKeyParam()},
+			output:      campaignAnswerSchema(schema{"const": "paused"}),
+			hints:       reversible,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.PauseCampaign(ctx, a.str("campaign_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "resume_campaign",
+			title:       "Resume a campaign",
+			description: "Resume a paused campaign of the caller's app (POST /v1/campaigns/{campaign_id}/resume); it returns to throttled or active, as its app's state allows." + keyNote,
+			params:      []param{campaignIDParam(), idempotencyKeyParam()},
+			output:      campaignAnswerSchema(schema{"enum": []any{"throttled", "active"}}),
+			hints:       reversible,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.ResumeCampaign(ctx, a.str("campaign_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:  "get_ledger",
+			title: "Read the app's ledger",
+			description: "Read one page of the app's append-only credit ledger, oldest line first (GET /v1/apps/{app_id}/ledger): top-ups, earnings, charges, escrow, clawbacks, payouts, adjustments, each with the balance after it. " +
+				"When more lines exist the page has next_cursor: call again with cursor set to it (and the same from and to) to read the next page." + keyNote,
+			params: []param{
+				appIDParam(),
+				{name: "from", code: codeInvalidDate, schema: strFormat("date", "Optional: the first UTC date included, YYYY-MM-DD.")},
+				{name: "to", code: codeInvalidDate, schema: strFormat("date", "Optional: the last UTC date included, YYYY-MM-DD.")},
+				{name: "limit", code: codeInvalidLimit, schema: withDesc(
+					schema{"type": "integer", "minimum": 1, "maximum": xpromo.MaxLedgerLimit, "default": xpromo.DefaultLedgerLimit},
+					"Optional: lines per page, 1 to 1000 (100 when omitted).")},
+				{name: "cursor", code: codeInvalidCursor, schema: nonEmpty("Optional: next_cursor of the previous page.")},
+			},
+			output: ledgerPageSchema(),
+			hints:  read,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				p := &xpromo.LedgerParams{From: a.str("from"), To: a.str("to"), Cursor: a.str("cursor")}
+				if a.has("limit") {
+					limit, err := a.int64("limit")
+					if err != nil {
+						return answer{}, err
+					}
+					p.Limit = int(limit)
+				}
+				out, err := c.GetLedger(ctx, a.str("app_id"), p, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "get_stats",
+			title:       "Read the app's stats",
+			description: "Read the app's delivery and fraud figures over a period (GET /v1/apps/{app_id}/stats): impressions, clicks, installs, cleared installs, 48-hour retention, fraud rejections by reason code, floor and average clearing price." + keyNote,
+			params: []param{
+				appIDParam(),
+				{name: "period", code: codeInvalidPeriod, schema: func() schema {
+					s := enum("Optional: the reporting window (last_30_days when omitted).", "last_7_days", "last_30_days", "last_90_days")
+					s["default"] = string(xpromo.DefaultPeriod)
+					return s
+				}()},
+			},
+			output: statsSchema(),
+			hints:  read,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetStats(ctx, a.str("app_id"), &xpromo.StatsParams{Period: xpromo.Period(a.str("period"))}, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:  "request_payout",
+			title: "Pay out the app's earnings",
+			description: "Transfer the app's withdrawable balance (cash earnings, at least EUR 50) to its connected payout account (POST /v1/apps/{app_id}/payout). " +
+				"Money leaves the wallet: this cannot be undone. Refusals: below_minimum, payout_account_missing, payout_in_progress." + keyNote,
+			params: []param{appIDParam(), idempotencyKeyParam()},
+			output: payoutSchema(),
+			hints:  hints{readOnly: false, destructive: true, idempotent: false, openWorld: true},
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.RequestPayout(ctx, a.str("app_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+	}
+}
+
+// arguments are a tool call's arguments, already checked against its input
+// schema (types, required, ranges).
+type arguments map[string]any
+
+func (a arguments) has(name string) bool { _, ok := a[name]; return ok }
+
+func (a arguments) str(name string) string {
+	s, _ := a[name].(string)
+	return s
+}
+
+func (a arguments) bool(name string) bool {
+	b, _ := a[name].(bool)
+	return b
+}
+
+func (a arguments) strs(name string) []string {
+	vs, _ := a[name].([]any)
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// int64 reads an integer argument. The schema guarantees an integer; one
+// too large for 64 bits is refused here, as the API refuses it.
+func (a arguments) int64(name string) (int64, error) {
+	n, ok := a[name].(json.Number)
+	if !ok {
+		return 0, badArgument{codeInvalidType, name + " must be an integer"}
+	}
+	v, err := n.Int64()
+	if err != nil {
+		return 0, badArgument{codeInvalidType, fmt.Sprintf("%s must be an integer of at most 64 bits, not %s", name, n)}
+	}
+	return v, nil
+}
+
+// badArgument is an argument the tool refuses before calling the API.
+type badArgument struct{ code, message string }
+
+func (e badArgument) Error() string { return e.code + ": " + e.message }

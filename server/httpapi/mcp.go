@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// The MCP endpoint. The tools (package mcpserver) call the REST API through
+// the SDK client; on the reference server that client's transport is
+// InProcessTransport, which hands each request to this server's own router:
+// the same middleware, handlers and error bodies as a REST caller gets, with
+// no network hop.
+
+// mcpRequestKey marks a request served on behalf of a request to /mcp; its
+// value is that /mcp request.
+type mcpRequestKey struct{}
+
+// MountMCP mounts the MCP endpoint h (the Streamable HTTP transport,
+// stateless: POST only) at /mcp, behind identify and rateLimit like /v1: each
+// request to /mcp counts once against the caller's budget (per key, else per
+// IP; as a write, since it is a POST). The REST call its tool makes in-process
+// is not counted a second time (see rateLimit).
+//
+// The body is limited to MaxBodyBytes, like a REST body. Authentication is
+// the REST API's: h passes the request's Authorization header through to the
+// REST call, which refuses a bad key with 401 unauthorized as a tool error.
+func (s *Server) MountMCP(h http.Handler) {
+	s.router.With(s.identify, s.rateLimit).Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpRequestKey{}, r)))
+	})
+}
+
+// servingMCP reports whether ctx belongs to a REST call made for a request
+// to /mcp, which was rate limited already.
+func servingMCP(ctx context.Context) bool {
+	_, ok := ctx.Value(mcpRequestKey{}).(*http.Request)
+	return ok
+}
+
+// InProcessTransport returns an http.RoundTripper that answers each request
+// with this server's own router, in the calling goroutine: for an SDK
+// client inside the server (the MCP tools). The request's scheme and host
+// are ignored. Made while serving a request to /mcp, the call carries that
+// request's client address (rate limits and idempotency scopes of
+// unauthenticated calls), Host (links the server hands out, when no BaseURL
+// is configured) and request id (so both appear under one id in the logs).
+func (s *Server) InProcessTransport() http.RoundTripper { return inProcess{s} }
+
+type inProcess struct{ s *Server }
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	// The call starts afresh in the router: without the routing state of
+	// the /mcp request it may have been made for (chi would take a request
+	// that carries it for one routed to a sub-router).
+	ctx := context.WithValue(req.Context(), chi.RouteCtxKey, (*chi.Context)(nil))
+	in := req.Clone(ctx)
+	in.RemoteAddr = "127.0.0.1:0"
+	if outer, ok := ctx.Value(mcpRequestKey{}).(*http.Request); ok {
+		in.RemoteAddr, in.Host, in.TLS = outer.RemoteAddr, outer.Host, outer.TLS
+		if id := RequestID(ctx); id != "" && in.Header.Get(RequestIDHeader) == "" {
+			in.Header.Set(RequestIDHeader, id)
+		}
+	}
+	in.RequestURI = in.URL.RequestURI()
+	if in.Body == nil {
+		in.Body = http.NoBody
+	}
+	w := &recorder{header: http.Header{}}
+	t.s.ServeHTTP(w, in)
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return &http.Response{
+		Status:        strconv.Itoa(w.status) + " " + http.StatusText(w.status),
+		StatusCode:    w.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        w.header,
+		Body:          io.NopCloser(bytes.NewReader(w.body.Bytes())),
+		ContentLength: int64(w.body.Len()),
+		Request:       req,
+	}, nil
+}

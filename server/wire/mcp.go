@@ -1,0 +1,28 @@
+package wire
+
+import (
+	"net/http"
+
+	"github.com/xpromo/xpromo/mcpserver"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/httpapi"
+)
+
+// inProcessBaseURL is the base URL of the MCP tools' REST client. It is
+// never dialled: InProcessTransport hands every request to the server's own
+// router, whatever its host (.invalid cannot resolve, RFC 2606).
+const inProcessBaseURL = "http://xpromo.invalid"
+
+// mountMCP serves the MCP tools at /mcp (docs/mcp.md): the mcpserver in
+// front of this server's own REST API, reached in-process, each caller's
+// Authorization header passed through to the REST call.
+func mountMCP(cfg Config, srv *httpapi.Server) {
+	c := xpromo.NewClient(inProcessBaseURL,
+		xpromo.WithHTTPClient(&http.Client{Transport: srv.InProcessTransport()}),
+		xpromo.WithUserAgent("xpromo-mcp/"+mcpserver.Version),
+		// An in-process call has no network to fail, and a rate limit is
+		// settled at /mcp itself: never wait inside a tool call.
+		xpromo.WithMaxRetryAfter(0),
+	)
+	srv.MountMCP(mcpserver.New(c).HTTPHandler(cfg.Logger))
+}

@@ -1,0 +1,770 @@
+package wire_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/mcpserver"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/openapi"
+	"github.com/xpromo/xpromo/server/openapi/openapitest"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+	"github.com/xpromo/xpromo/server/wire"
+)
+
+// The MCP server (mcpserver) against the real server on SQLite: over
+// Streamable HTTP at /mcp, where it reaches the server's own REST handler
+// in-process, and in-process (the mcp-go in-process client) in front of the
+// REST API over HTTP, as xpromo-mcp runs. REST calls made by the tests
+// themselves go through the openapi.json checker (a.do).
+
+func startMCP(t *testing.T, cfg wire.Config) *api {
+	t.Helper()
+	if cfg.ReadLimit == 0 {
+		cfg.ReadLimit, cfg.WriteLimit = 10_000, 10_000
+	}
+	return start(t, openapitest.New(t), storagetest.SQLite(t), cfg)
+}
+
+// mcpHTTP connects to /mcp with authorization as the Authorization header
+// ("" for none).
+func mcpHTTP(t *testing.T, a *api, authorization string, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	var topts []transport.StreamableHTTPCOption
+	if authorization != "" {
+		topts = append(topts, transport.WithHTTPHeaders(map[string]string{"Authorization": authorization}))
+	}
+	tr, err := transport.NewStreamableHTTP(a.url+"/mcp", topts...)
+	require.NoError(t, err)
+	return initialized(t, client.NewClient(tr, opts...))
+}
+
+// mcpInProcess is the MCP server in front of the REST API at a.url with the
+// API key key, through the in-process client: what xpromo-mcp does over
+// stdio.
+func mcpInProcess(t *testing.T, a *api, key string, opts ...mcpserver.Option) (*client.Client, *mcpserver.Server) {
+	t.Helper()
+	s := mcpserver.New(xpromo.NewClient(a.url, xpromo.WithAPIKey(key), xpromo.WithMaxRetryAfter(0)), opts...)
+	c, err := client.NewInProcessClient(s.MCPServer())
+	require.NoError(t, err)
+	return initialized(t, c), s
+}
+
+func initialized(t *testing.T, c *client.Client) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, c.Start(ctx))
+	_, err := c.Initialize(ctx, mcp.InitializeRequest{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	var req mcp.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(context.Background(), req)
+	require.NoError(t, err, name)
+	return res
+}
+
+// ok returns the structured content of a successful tool result as JSON
+// values.
+func ok(t *testing.T, res *mcp.CallToolResult) any {
+	t.Helper()
+	require.False(t, res.IsError, "tool error: %s", textOf(res))
+	return asJSON(t, res.StructuredContent)
+}
+
+// failed returns the `error` object of a tool error.
+func failed(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	require.True(t, res.IsError, "want a tool error, got %s", textOf(res))
+	m, _ := asJSON(t, res.StructuredContent).(map[string]any)
+	e, _ := m["error"].(map[string]any)
+	require.NotNil(t, e, "structuredContent of a tool error must be {error: …}: %s", textOf(res))
+	assert.Contains(t, e, "code")
+	assert.Contains(t, e, "message")
+	assert.Contains(t, e, "retry_after")
+	return e
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	if res != nil && len(res.Content) > 0 {
+		if tc, ok := mcp.AsTextContent(res.Content[0]); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	var out any
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out
+}
+
+func (r reply) value(t *testing.T) any {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal(r.Body, &v), "body: %s", r.Body)
+	return v
+}
+
+// restError is the error object of a REST error answer, as the MCP tools
+// report it (without the request id, which differs per call).
+func restError(t *testing.T, r reply) map[string]any {
+	t.Helper()
+	e := r.json(t)["error"].(map[string]any)
+	return e
+}
+
+func withoutRequestID(e map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range e {
+		if k != "request_id" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// registerREST registers an app over REST and returns its id and key.
+func registerREST(t *testing.T, a *api, name string) (string, string) {
+	t.Helper()
+	reg := a.expect(201, a.do("POST", "/v1/apps", "", registration(name, "com.example."+strings.ToLower(name)))).json(t)
+	return reg["app_id"].(string), reg["api_key"].(string)
+}
+
+// TestMCPToolsMatchOpenAPI: tools/list over /mcp gives exactly the twelve
+// tools, and each tool's input schema is its operation's parameters and
+// body, and its output schema its answer, keyword for keyword (descriptions
+// aside), as openapi.json defines them.
+func TestMCPToolsMatchOpenAPI(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	// The list as it goes over the wire: mcp-go's client types keep only
+	// part of a schema (no root oneOf).
+	resp := mcpPost(t, a, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	require.Equal(t, 200, resp.StatusCode)
+	var msg struct {
+		Result struct {
+			Tools []struct {
+				Name         string         `json:"name"`
+				InputSchema  map[string]any `json:"inputSchema"`
+				OutputSchema map[string]any `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&msg))
+	list := msg.Result
+	require.Len(t, list.Tools, 12)
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(openapi.Document, &doc))
+	ops := operationsByID(doc)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+		t.Run(tl.Name, func(t *testing.T) {
+			op, found := ops[tl.Name]
+			require.True(t, found, "openapi.json has no operation %s", tl.Name)
+			in, out := tl.InputSchema, tl.OutputSchema
+
+			// Inputs: the parameters (headers by their MCP names) and the body.
+			wantProps, wantRequired := map[string]any{}, []string{}
+			for _, p := range op.params {
+				name := p["name"].(string)
+				switch name {
+				case "Idempotency-Key":
+					name = "idempotency_key"
+				case "X-PAYMENT":
+					name = "payment"
+				case "Prefer":
+					// `Prefer: payment=x402` is the boolean prefer_x402.
+					assert.Equal(t, "boolean", in["properties"].(map[string]any)["prefer_x402"].(map[string]any)["type"])
+					continue
+				}
+				wantProps[name] = resolve(doc, p["schema"])
+				if p["required"] == true {
+					wantRequired = append(wantRequired, name)
+				}
+			}
+			if op.body != nil {
+				body := resolve(doc, op.body).(map[string]any)
+				assert.Equal(t, false, body["additionalProperties"])
+				for name, s := range body["properties"].(map[string]any) {
+					wantProps[name] = resolve(doc, s)
+				}
+				for _, r := range body["required"].([]any) {
+					wantRequired = append(wantRequired, r.(string))
+				}
+			}
+			gotProps := in["properties"].(map[string]any)
+			delete(gotProps, "prefer_x402")
+			assert.Equal(t, strip(wantProps), strip(gotProps), "input properties")
+			assert.ElementsMatch(t, wantRequired, in["required"], "required inputs")
+			assert.Equal(t, false, in["additionalProperties"])
+
+			// Output: the success answer (and, for top_up, the 402 challenge).
+			switch tl.Name {
+			case "get_integration_guide":
+				assert.Equal(t, map[string]any{"type": "string"}, strip(op.answers["200"]["text/markdown"]))
+				assert.Equal(t, map[string]any{"type": "string"}, strip(out["properties"].(map[string]any)["markdown"]))
+			case "top_up":
+				var want []any
+				want = append(want, resolve(doc, op.answers["200"]["application/json"]).(map[string]any)["oneOf"].([]any)...)
+				want = append(want, resolve(doc, op.answers["402"]["application/json"]))
+				assert.ElementsMatch(t, strip(want), strip(out["oneOf"]))
+			default:
+				var success any
+				for status, content := range op.answers {
+					if status[0] == '2' {
+						success = content["application/json"]
+					}
+				}
+				require.NotNil(t, success)
+				want := resolve(doc, success).(map[string]any)
+				if _, typed := want["type"]; !typed {
+					// MCP wants "type": "object" at the root of an output
+					// schema; the document's allOf says it less directly.
+					want["type"] = "object"
+				}
+				assert.Equal(t, strip(want), strip(out))
+			}
+		})
+	}
+	assert.ElementsMatch(t, mcpserver.ToolNames, names)
+}
+
+type operation struct {
+	params  []map[string]any
+	body    any
+	answers map[string]map[string]any // status → media type → schema
+}
+
+func operationsByID(doc map[string]any) map[string]operation {
+	out := map[string]operation{}
+	for _, item := range doc["paths"].(map[string]any) {
+		item := item.(map[string]any)
+		for method, v := range item {
+			if method == "parameters" {
+				continue
+			}
+			op := v.(map[string]any)
+			var o operation
+			for _, list := range []any{item["parameters"], op["parameters"]} {
+				ps, _ := list.([]any)
+				for _, p := range ps {
+					o.params = append(o.params, resolve(doc, p).(map[string]any))
+				}
+			}
+			if rb, ok := op["requestBody"].(map[string]any); ok {
+				o.body = rb["content"].(map[string]any)["application/json"].(map[string]any)["schema"]
+			}
+			o.answers = map[string]map[string]any{}
+			for status, r := range op["responses"].(map[string]any) {
+				r := resolve(doc, r).(map[string]any)
+				content, _ := r["content"].(map[string]any)
+				o.answers[status] = map[string]any{}
+				for mt, c := range content {
+					o.answers[status][mt] = c.(map[string]any)["schema"]
+				}
+			}
+			out[op["operationId"].(string)] = o
+		}
+	}
+	return out
+}
+
+// resolve replaces every $ref of v by what it points to, merged with its
+// sibling keywords (OpenAPI 3.1).
+func resolve(doc map[string]any, v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		if ref, ok := v["$ref"].(string); ok {
+			var target any = doc
+			for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+				target = target.(map[string]any)[part]
+			}
+			for k, x := range resolve(doc, target).(map[string]any) {
+				out[k] = x
+			}
+		}
+		for k, x := range v {
+			if k != "$ref" {
+				out[k] = resolve(doc, x)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = resolve(doc, x)
+		}
+		return out
+	}
+	return v
+}
+
+// strip keeps the keywords that validate: no descriptions or examples;
+// required as a set. Property names (inside "properties") are kept whatever
+// they are called.
+func strip(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			switch k {
+			case "description", "example", "title":
+				continue
+			case "properties":
+				if props, ok := x.(map[string]any); ok {
+					kept := map[string]any{}
+					for name, p := range props {
+						kept[name] = strip(p)
+					}
+					out[k] = kept
+					continue
+				}
+			case "required":
+				if rs, ok := x.([]any); ok {
+					if len(rs) == 0 {
+						continue
+					}
+					s := make([]string, len(rs))
+					for i, r := range rs {
+						s[i] = r.(string)
+					}
+					slices.Sort(s)
+					out[k] = s
+					continue
+				}
+			}
+			out[k] = strip(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = strip(x)
+		}
+		return out
+	}
+	return v
+}
+
+// TestMCPParity calls every tool over /mcp and in-process and checks each
+// answer equals the REST answer to the same call.
+func TestMCPParity(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	transports := map[string]func(key string) *client.Client{
+		"http": func(key string) *client.Client {
+			auth := ""
+			if key != "" {
+				auth = "Bearer " + key
+			}
+			return mcpHTTP(t, a, auth)
+		},
+		"http-legacy-protocol": func(key string) *client.Client {
+			auth := ""
+			if key != "" {
+				auth = "Bearer " + key
+			}
+			return mcpHTTP(t, a, auth, client.WithLegacyProtocolOnly())
+		},
+		"in-process": func(key string) *client.Client {
+			c, _ := mcpInProcess(t, a, key)
+			return c
+		},
+	}
+	for name, connect := range transports {
+		t.Run(name, func(t *testing.T) { parity(t, a, connect) })
+	}
+}
+
+func parity(t *testing.T, a *api, connect func(key string) *client.Client) {
+	public := connect("")
+
+	// Public reads.
+	for tool, path := range map[string]string{"get_rate_card": "/v1/rate-card", "get_network_stats": "/v1/network-stats"} {
+		assert.Equal(t, a.expect(200, a.do("GET", path, "", nil)).value(t), ok(t, callTool(t, public, tool, nil)), tool)
+	}
+	guide := callTool(t, public, "get_integration_guide", nil)
+	restGuide := string(a.expect(200, a.do("GET", "/v1/integration-guide", "", nil)).Body)
+	assert.Equal(t, map[string]any{"markdown": restGuide}, ok(t, guide))
+	assert.Equal(t, restGuide, textOf(guide), "the text content is the markdown itself")
+
+	// register_app: the same answer as POST /v1/apps, and a working key.
+	reg := ok(t, callTool(t, public, "register_app", map[string]any{
+		"name": "Agent", "platform": "mac", "bundle_id": "com.example.agent", "domain": "example.com",
+		"download_url": "https://example.com/Agent.dmg", "contact_email": "agent@example.com", "category": "productivity",
+	})).(map[string]any)
+	restReg := a.expect(201, a.do("POST", "/v1/apps", "", registration("Rest", "com.example.rest"))).json(t)
+	assert.Equal(t, keysOf(restReg), keysOf(reg))
+	assert.Equal(t, "pending", reg["status"])
+	appID, key := reg["app_id"].(string), reg["api_key"].(string)
+	a.expect(200, a.do("GET", "/v1/apps/"+appID+"/score", key, nil))
+	otherID, otherKey := restReg["app_id"].(string), restReg["api_key"].(string)
+
+	app := connect(key)
+	same := func(tool string, args map[string]any, r reply) any {
+		t.Helper()
+		got := ok(t, callTool(t, app, tool, args))
+		assert.Equal(t, r.value(t), got, tool)
+		return got
+	}
+	sameError := func(tool string, c *client.Client, args map[string]any, r reply) {
+		t.Helper()
+		require.GreaterOrEqual(t, r.Status, 400)
+		assert.Equal(t, restError(t, r), withoutRequestID(failed(t, callTool(t, c, tool, args))), tool)
+	}
+
+	same("get_score", map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/score", key, nil))
+
+	// top_up: a checkout URL for a person, the x402 challenge for a machine.
+	top := ok(t, callTool(t, app, "top_up", map[string]any{"app_id": appID, "amount_cents": 5000})).(map[string]any)
+	restTop := a.expect(200, a.do("POST", "/v1/apps/"+appID+"/top-up", key, map[string]any{"amount_cents": 5000})).json(t)
+	assert.Equal(t, keysOf(restTop), keysOf(top))
+	require.True(t, strings.HasPrefix(top["checkout_url"].(string), a.url+"/test/checkout/"), "%v", top)
+	same("top_up", map[string]any{"app_id": appID, "amount_cents": 7000, "prefer_x402": true},
+		a.expect(402, a.do("POST", "/v1/apps/"+appID+"/top-up", key, map[string]any{"amount_cents": 7000}, "Prefer", "payment=x402")))
+	_, err := xpromo.NewClient(a.url).CompleteTestCheckout(context.Background(), top["checkout_url"].(string))
+	require.NoError(t, err)
+
+	// Campaigns.
+	campaign := map[string]any{"app_id": appID, "categories": []any{"productivity"}, "daily_budget_cents": 2000, "max_bid_cents": 900}
+	cmp := ok(t, callTool(t, app, "create_campaign", campaign)).(map[string]any)
+	restCmp := a.expect(201, a.do("POST", "/v1/campaigns", key, campaign)).json(t)
+	cmpID := cmp["campaign_id"].(string)
+	delete(cmp, "campaign_id")
+	delete(restCmp, "campaign_id")
+	assert.Equal(t, restCmp, cmp)
+	paused := ok(t, callTool(t, app, "pause_campaign", map[string]any{"campaign_id": cmpID}))
+	assert.Equal(t, "paused", paused.(map[string]any)["status"])
+	same("pause_campaign", map[string]any{"campaign_id": cmpID}, a.do("POST", "/v1/campaigns/"+cmpID+"/pause", key, nil))
+	resumed := ok(t, callTool(t, app, "resume_campaign", map[string]any{"campaign_id": cmpID}))
+	assert.Equal(t, a.expect(200, a.do("POST", "/v1/campaigns/"+cmpID+"/resume", key, nil)).value(t), resumed)
+
+	// The ledger, one page at a time, and the stats.
+	page := same("get_ledger", map[string]any{"app_id": appID, "limit": 1}, a.do("GET", "/v1/apps/"+appID+"/ledger?limit=1", key, nil)).(map[string]any)
+	lines := page["lines"].([]any)
+	require.Len(t, lines, 1)
+	assert.Equal(t, "topup", lines[0].(map[string]any)["type"])
+	assert.Equal(t, 5000.0, lines[0].(map[string]any)["balance_after"])
+	if cursor, more := page["next_cursor"].(string); more {
+		same("get_ledger", map[string]any{"app_id": appID, "limit": 1, "cursor": cursor},
+			a.do("GET", "/v1/apps/"+appID+"/ledger?limit=1&cursor="+cursor, key, nil))
+	}
+	today := xpromo.DateOf(a.clock.Now())
+	same("get_ledger", map[string]any{"app_id": appID, "from": today, "to": today},
+		a.do("GET", "/v1/apps/"+appID+"/ledger?from="+today+"&to="+today, key, nil))
+	same("get_stats", map[string]any{"app_id": appID, "period": "last_7_days"}, a.do("GET", "/v1/apps/"+appID+"/stats?period=last_7_days", key, nil))
+	same("get_stats", map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/stats", key, nil))
+
+	// request_payout: top-ups are not withdrawable; the same refusal.
+	sameError("request_payout", app, map[string]any{"app_id": appID}, a.do("POST", "/v1/apps/"+appID+"/payout", key, nil))
+
+	// Errors the API finds come back exactly as the REST error body.
+	sameError("create_campaign", app, merge(campaign, "max_bid_cents", 1), a.do("POST", "/v1/campaigns", key, merge(campaign, "max_bid_cents", 1)))
+	sameError("create_campaign", app, merge(campaign, "categories", []any{"knitting"}), a.do("POST", "/v1/campaigns", key, merge(campaign, "categories", []any{"knitting"})))
+	sameError("get_ledger", app, map[string]any{"app_id": appID, "from": "yesterday"}, a.do("GET", "/v1/apps/"+appID+"/ledger?from=yesterday", key, nil))
+	// A key cannot reach another app, through MCP as over REST.
+	for tool, args := range map[string]map[string]any{
+		"get_score":       {"app_id": otherID},
+		"top_up":          {"app_id": otherID, "amount_cents": 5000},
+		"get_ledger":      {"app_id": otherID},
+		"get_stats":       {"app_id": otherID},
+		"request_payout":  {"app_id": otherID},
+		"create_campaign": merge(campaign, "app_id", otherID),
+	} {
+		e := failed(t, callTool(t, app, tool, args))
+		assert.Equal(t, "not_found", e["code"], tool)
+	}
+	for _, tool := range []string{"pause_campaign", "resume_campaign"} {
+		assert.Equal(t, "not_found", failed(t, callTool(t, connect(otherKey), tool, map[string]any{"campaign_id": cmpID}))["code"], tool)
+	}
+	sameError("get_score", app, map[string]any{"app_id": otherID}, a.do("GET", "/v1/apps/"+otherID+"/score", key, nil))
+	// No key: the public tools work, the others answer unauthorized.
+	sameError("get_score", public, map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/score", "", nil))
+}
+
+func keysOf(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMCPArgumentErrorsMatchREST: mistakes the tools' input schemas catch
+// before calling the API carry the code the REST API gives for the same
+// mistake.
+func TestMCPArgumentErrorsMatchREST(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	appID, key := registerREST(t, a, "Coder")
+	c := mcpHTTP(t, a, "Bearer "+key)
+	campaign := map[string]any{"app_id": appID, "categories": []any{"productivity"}, "daily_budget_cents": 2000}
+	reg := registration("Bad", "com.example.bad")
+	cases := []struct {
+		tool string
+		args map[string]any
+		rest reply
+	}{
+		{"create_campaign", merge(campaign, "daily_budget_cents", 10), a.do("POST", "/v1/campaigns", key, merge(campaign, "daily_budget_cents", 10))},
+		{"create_campaign", merge(campaign, "daily_budget_cents", "2000"), a.do("POST", "/v1/campaigns", key, merge(campaign, "daily_budget_cents", "2000"))},
+		{"create_campaign", merge(campaign, "categories", []any{}), a.do("POST", "/v1/campaigns", key, merge(campaign, "categories", []any{}))},
+		{"create_campaign", merge(campaign, "categories", []any{""}), a.do("POST", "/v1/campaigns", key, merge(campaign, "categories", []any{""}))},
+		{"create_campaign", merge(campaign, "colour", "blue"), a.do("POST", "/v1/campaigns", key, merge(campaign, "colour", "blue"))},
+		{"create_campaign", merge(campaign, "app_id", ""), a.do("POST", "/v1/campaigns", key, merge(campaign, "app_id", ""))},
+		{"register_app", merge(reg, "platform", "linux"), a.do("POST", "/v1/apps", "", merge(reg, "platform", "linux"))},
+		{"register_app", merge(reg, "name", ""), a.do("POST", "/v1/apps", "", merge(reg, "name", ""))},
+		{"register_app", merge(reg, "category", "Not A Key"), a.do("POST", "/v1/apps", "", merge(reg, "category", "Not A Key"))},
+		{"top_up", map[string]any{"app_id": appID, "amount_cents": 4999}, a.do("POST", "/v1/apps/"+appID+"/top-up", key, map[string]any{"amount_cents": 4999})},
+		{"top_up", map[string]any{"app_id": appID, "amount_cents": 5000, "idempotency_key": ""}, a.do("POST", "/v1/apps/"+appID+"/top-up", key, map[string]any{"amount_cents": 5000}, "Idempotency-Key", "")},
+		{"get_ledger", map[string]any{"app_id": appID, "limit": 0}, a.do("GET", "/v1/apps/"+appID+"/ledger?limit=0", key, nil)},
+		{"get_ledger", map[string]any{"app_id": appID, "limit": 1001}, a.do("GET", "/v1/apps/"+appID+"/ledger?limit=1001", key, nil)},
+		{"get_stats", map[string]any{"app_id": appID, "period": "forever"}, a.do("GET", "/v1/apps/"+appID+"/stats?period=forever", key, nil)},
+	}
+	for _, tc := range cases {
+		require.GreaterOrEqual(t, tc.rest.Status, 400, "%s %v: REST accepted it: %s", tc.tool, tc.args, tc.rest.Body)
+		e := failed(t, callTool(t, c, tc.tool, tc.args))
+		assert.Equal(t, tc.rest.code(t), e["code"], "%s %v: %s", tc.tool, tc.args, e["message"])
+		assert.NotEmpty(t, e["message"])
+	}
+}
+
+// TestMCPAgentJourney: an agent registers an app, tops up in test mode,
+// creates a campaign and reads its ledger purely through MCP tools, with
+// nothing configured but the server's URL (as xpromo-mcp runs: the session
+// keeps the key register_app issued). Only the test checkout, which a
+// person completes in a browser, is paid with the SDK client.
+func TestMCPAgentJourney(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	agent, session := mcpInProcess(t, a, "", mcpserver.WithIssuedKeyRemembered())
+
+	card := ok(t, callTool(t, agent, "get_rate_card", nil)).(map[string]any)
+	category := card["categories"].([]any)[0].(map[string]any)["key"].(string)
+
+	reg := ok(t, callTool(t, agent, "register_app", map[string]any{
+		"name": "Journey", "platform": "win", "bundle_id": "com.example.journey", "domain": "example.com",
+		"download_url": "https://example.com/journey.msi", "contact_email": "journey@example.com",
+	})).(map[string]any)
+	appID := reg["app_id"].(string)
+	assert.Equal(t, reg["api_key"], session.APIKey(), "the session now uses the issued key")
+
+	score := ok(t, callTool(t, agent, "get_score", map[string]any{"app_id": appID})).(map[string]any)
+	assert.Equal(t, "pending", score["status"])
+
+	top := ok(t, callTool(t, agent, "top_up", map[string]any{"app_id": appID, "amount_cents": 20000, "idempotency_key": "journey-topup"})).(map[string]any)
+	checkout := top["checkout_url"].(string)
+	again := ok(t, callTool(t, agent, "top_up", map[string]any{"app_id": appID, "amount_cents": 20000, "idempotency_key": "journey-topup"})).(map[string]any)
+	assert.Equal(t, checkout, again["checkout_url"], "the same idempotency_key replays the first answer")
+	session2, err := xpromo.NewClient(a.url).CompleteTestCheckout(context.Background(), checkout)
+	require.NoError(t, err)
+	assert.Equal(t, "completed", session2.Status)
+
+	cmp := ok(t, callTool(t, agent, "create_campaign", map[string]any{
+		"app_id": appID, "categories": []any{category}, "daily_budget_cents": 5000,
+	})).(map[string]any)
+	assert.Equal(t, "throttled", cmp["status"])
+	assert.Nil(t, cmp["max_bid_cents"], "a floor-price campaign")
+
+	ledger := ok(t, callTool(t, agent, "get_ledger", map[string]any{"app_id": appID})).(map[string]any)
+	lines := ledger["lines"].([]any)
+	require.Len(t, lines, 1)
+	line := lines[0].(map[string]any)
+	assert.Equal(t, "topup", line["type"])
+	assert.Equal(t, 20000.0, line["amount_cents"])
+	assert.Equal(t, 20000.0, line["balance_after"])
+	assert.NotContains(t, ledger, "next_cursor")
+
+	stats := ok(t, callTool(t, agent, "get_stats", map[string]any{"app_id": appID})).(map[string]any)
+	assert.Contains(t, stats, "floor_cents")
+}
+
+// TestMCPHTTPCredentials: over /mcp each request's Authorization header is
+// passed through to the REST call unchanged, and nothing is remembered.
+func TestMCPHTTPCredentials(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	appID, key := registerREST(t, a, "Owner")
+	otherID, _ := registerREST(t, a, "Other")
+
+	owner := mcpHTTP(t, a, "Bearer "+key)
+	assert.Equal(t, "pending", ok(t, callTool(t, owner, "get_score", map[string]any{"app_id": appID})).(map[string]any)["status"])
+	assert.Equal(t, "not_found", failed(t, callTool(t, owner, "get_score", map[string]any{"app_id": otherID}))["code"])
+
+	// A malformed or unknown credential: the REST API's own refusal.
+	for _, auth := range []string{"Basic dXNlcjpwYXNz", "Bearer xp_test_notakey"} {
+		c := mcpHTTP(t, a, auth)
+		e := failed(t, callTool(t, c, "get_score", map[string]any{"app_id": appID}))
+		r := a.do("GET", "/v1/apps/"+appID+"/score", "", nil, "Authorization", auth)
+		assert.Equal(t, restError(t, r), withoutRequestID(e), auth)
+		assert.NotEmpty(t, e["request_id"])
+		ok(t, callTool(t, c, "get_rate_card", nil)) // public tools ignore it, as over REST
+	}
+
+	// register_app over HTTP issues a key but the connection keeps its own
+	// credentials: none here.
+	anon := mcpHTTP(t, a, "")
+	reg := ok(t, callTool(t, anon, "register_app", map[string]any{
+		"name": "Fresh", "platform": "mac", "bundle_id": "com.example.fresh", "domain": "example.com",
+		"download_url": "https://example.com/fresh.dmg", "contact_email": "fresh@example.com",
+	})).(map[string]any)
+	assert.Equal(t, "unauthorized", failed(t, callTool(t, anon, "get_score", map[string]any{"app_id": reg["app_id"]}))["code"])
+}
+
+// mcpPost sends one JSON-RPC message to /mcp the way a legacy client does
+// after initialize (the stateless endpoint needs no session).
+func mcpPost(t *testing.T, a *api, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("POST", a.url+"/mcp", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// TestMCPRateLimited: /mcp is rate limited like /v1, once per request: the
+// REST call a tool makes in-process is not counted again.
+func TestMCPRateLimited(t *testing.T) {
+	a := startMCP(t, wire.Config{ReadLimit: 50, WriteLimit: 3})
+	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_rate_card","arguments":{}}}`
+	for want := 2; want >= 0; want-- {
+		resp := mcpPost(t, a, call)
+		require.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, strconv.Itoa(want), resp.Header.Get("RateLimit-Remaining"), "a POST to /mcp is one write")
+		var msg struct {
+			Result mcp.CallToolResult `json:"result"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&msg))
+		assert.False(t, msg.Result.IsError, "%s", textOf(&msg.Result))
+	}
+	resp := mcpPost(t, a, call)
+	require.Equal(t, 429, resp.StatusCode)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	var body struct {
+		Error struct {
+			Code       string  `json:"code"`
+			RetryAfter *string `json:"retry_after"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	assert.Equal(t, "rate_limited", body.Error.Code)
+	assert.NotNil(t, body.Error.RetryAfter)
+
+	// Three tools read the rate card in-process; none of it came out of the
+	// read budget.
+	r := a.expect(200, a.do("GET", "/v1/rate-card", "", nil))
+	assert.Equal(t, "49", r.Header.Get("RateLimit-Remaining"))
+
+	// An MCP client sees the 429 as a failed request (mcp-go does not say
+	// which status; the body above is what it got).
+	var req mcp.CallToolRequest
+	req.Params.Name = "get_rate_card"
+	c, err := client.NewStreamableHttpClient(a.url+"/mcp", transport.WithHTTPTimeout(10*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	defer c.Close()
+	_, err = c.Initialize(context.Background(), mcp.InitializeRequest{})
+	if err == nil {
+		_, err = c.CallTool(context.Background(), req)
+	}
+	require.Error(t, err)
+}
+
+// TestMCPEndpoint: POST only (GET answers 405 with the API's error body),
+// bodies limited like REST bodies.
+func TestMCPEndpoint(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	resp, err := http.Get(a.url + "/mcp")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, 405, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Allow"), "POST")
+
+	huge := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_rate_card","arguments":{"x":"` +
+		strings.Repeat("a", 2<<20) + `"}}}`
+	big := mcpPost(t, a, huge)
+	var msg struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(big.Body).Decode(&msg))
+	require.NotNil(t, msg.Error, "a body over 1 MiB is refused")
+	assert.Contains(t, msg.Error.Message, "request body")
+}
+
+// TestMCPStdio builds xpromo-mcp and talks to it over stdio: tools/list
+// gives the twelve tools, and a session can register an app and go on with
+// the key it was issued, or start from XPROMO_API_KEY.
+func TestMCPStdio(t *testing.T) {
+	a := startMCP(t, wire.Config{})
+	bin := filepath.Join(t.TempDir(), "xpromo-mcp")
+	build := exec.Command("go", "build", "-o", bin, "github.com/xpromo/xpromo/mcpserver/cmd/xpromo-mcp")
+	var stderr bytes.Buffer
+	build.Stderr = &stderr
+	require.NoError(t, build.Run(), "go build: %s", stderr.String())
+
+	stdio := func(env ...string) *client.Client {
+		c, err := client.NewStdioMCPClient(bin, append(os.Environ(), env...))
+		require.NoError(t, err)
+		_, err = c.Initialize(context.Background(), mcp.InitializeRequest{})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+
+	c := stdio("XPROMO_BASE_URL="+a.url, "XPROMO_API_KEY=")
+	list, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	assert.ElementsMatch(t, mcpserver.ToolNames, names)
+
+	reg := ok(t, callTool(t, c, "register_app", map[string]any{
+		"name": "Stdio", "platform": "mac", "bundle_id": "com.example.stdio", "domain": "example.com",
+		"download_url": "https://example.com/stdio.dmg", "contact_email": "stdio@example.com",
+	})).(map[string]any)
+	appID, key := reg["app_id"].(string), reg["api_key"].(string)
+	assert.Equal(t, "pending", ok(t, callTool(t, c, "get_score", map[string]any{"app_id": appID})).(map[string]any)["status"])
+
+	// A later session starts from the stored key.
+	later := stdio("XPROMO_BASE_URL="+a.url, "XPROMO_API_KEY="+key)
+	assert.Equal(t, map[string]any{"lines": []any{}}, ok(t, callTool(t, later, "get_ledger", map[string]any{"app_id": appID})))
+
+	// Unreachable server: a tool error, not a broken session.
+	down := stdio("XPROMO_BASE_URL=http://127.0.0.1:1")
+	e := failed(t, callTool(t, down, "get_rate_card", nil))
+	assert.Equal(t, "unavailable", e["code"], fmt.Sprint(e["message"]))
+}
