@@ -176,15 +176,11 @@ type Due struct {
 }
 
 // ChainStats are the chain aggregates of one advertiser app over a period
-// (market stats): each event counted at its own time in [From, To].
+// (market stats), each event counted at its own time in [From, To]: what
+// the escrow holds cannot tell.
 type ChainStats struct {
 	Impressions   int64            // fills of the app's campaigns
 	Clicks        int64            // chains clicked
-	Installs      int64            // chains installed (escrow held)
-	Cleared       int64            // chains cleared
-	ClearedCents  int64            // the prices of those
-	WindowClosed  int64            // installs whose 72-hour window had closed by To
-	Activated     int64            // of those, the ones a heartbeat activated
 	FraudRejected map[string]int64 // rejected chains by fraud reason code
 }
 
@@ -192,9 +188,8 @@ type ChainStats struct {
 type NetworkStats struct {
 	Chains        int64 // chains and refused-claim records created
 	FraudRejected int64 // of those, rejected with a fraud_ code
-	Claims        int64 // installs (accepted claims) whose window had closed
-	Survived      int64 // of those, activated (activated_48h or cleared)
-	// CPI is, per category, the sum and number of cleared prices.
+	// CPISum and CPICount are, per category, the sum and number of the
+	// prices of the chains cleared.
 	CPISum   map[string]int64
 	CPICount map[string]int64
 }

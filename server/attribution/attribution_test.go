@@ -260,18 +260,27 @@ func TestStats(t *testing.T) {
 		st, err := w.attr.AppStats(w.ctx, p.adv, from, w.now())
 		require.NoError(t, err)
 		assert.Equal(t, attribution.ChainStats{
-			Impressions: 4, Clicks: 2, Installs: 2, Cleared: 1, ClearedCents: 600, WindowClosed: 2, Activated: 1,
-			FraudRejected: map[string]int64{attribution.FraudTokenReused: 1},
+			Impressions: 4, Clicks: 2, FraudRejected: map[string]int64{attribution.FraudTokenReused: 1},
 		}, st)
-
-		net, err := w.attr.NetworkStats(w.ctx, from, w.now())
+		// A period that ends before the click sees neither it nor the fills.
+		st, err = w.attr.AppStats(w.ctx, p.adv, from.Add(-48*time.Hour), from.Add(-24*time.Hour))
 		require.NoError(t, err)
-		assert.Equal(t, int64(3), net.Chains)
-		assert.Equal(t, int64(1), net.FraudRejected)
-		assert.Equal(t, int64(2), net.Claims)
-		assert.Equal(t, int64(1), net.Survived)
-		assert.Equal(t, map[string]int64{"finance": 600}, net.CPISum)
-		assert.Equal(t, map[string]int64{"finance": 1}, net.CPICount)
+		assert.Equal(t, attribution.ChainStats{FraudRejected: map[string]int64{}}, st)
+
+		net, err := w.attr.NetworkFigures(w.ctx, from, w.now())
+		require.NoError(t, err)
+		assert.Equal(t, 1.0/3, net.FraudPct, "one refused claim of three chains")
+		assert.Equal(t, map[string]int64{"finance": 600}, net.AvgCPIByCategory)
+
+		figures, err := w.attr.StatsFigures(w.ctx, p.adv, from, w.now())
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.Stats{Impressions: 4, Clicks: 2, FraudRejected: map[string]int64{attribution.FraudTokenReused: 1}}, figures)
+
+		// Through the market's stats: installs and clearing from the holds.
+		stats, err := w.srv.Market.Stats(w.ctx, p.adv, xpromo.PeriodLast7Days)
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.Stats{Impressions: 4, Clicks: 2, Installs: 2, Cleared: 1, Retention48h: 0.5,
+			FraudRejected: map[string]int64{attribution.FraudTokenReused: 1}, FloorCents: 600, AvgClearingPriceCents: 600}, stats)
 
 		// The publisher's own stats (as an advertiser) are empty.
 		st, err = w.attr.AppStats(w.ctx, p.pub, from, w.now())

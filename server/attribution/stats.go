@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 )
 
@@ -66,4 +67,45 @@ func (c *fillCounter) pending(advertiserAppID string, from, to time.Time) int64 
 		}
 	}
 	return n
+}
+
+// roundHalfUp is n/d rounded half up, for non-negative n and positive d.
+func roundHalfUp(n, d int64) int64 { return (2*n + d) / (2 * d) }
+
+func share(n, d int64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// StatsFigures is what GET /apps/{app_id}/stats takes from the chains of
+// an advertiser app over [from, to]: impressions (fills of its campaigns),
+// clicks and fraud_rejected by code. The market computes the rest from the
+// escrow holds, which are the chains' installs.
+func (s *Service) StatsFigures(ctx context.Context, appID string, from, to time.Time) (xpromo.Stats, error) {
+	cs, err := s.AppStats(ctx, appID, from, to)
+	if err != nil {
+		return xpromo.Stats{}, err
+	}
+	return xpromo.Stats{Impressions: cs.Impressions, Clicks: cs.Clicks, FraudRejected: cs.FraudRejected}, nil
+}
+
+// NetworkFigures is what GET /network-stats takes from the chains over
+// [from, to]: fraud_pct = chains rejected by a fraud rule / all chains and
+// refused claims (a fraction from 0 to 1, like clearing_rate, which the
+// market computes from the escrow holds), and avg_cpi_by_category = the
+// average cleared price per category, rounded half up.
+func (s *Service) NetworkFigures(ctx context.Context, from, to time.Time) (xpromo.NetworkStats, error) {
+	ns, err := s.NetworkStats(ctx, from, to)
+	if err != nil {
+		return xpromo.NetworkStats{}, err
+	}
+	out := xpromo.NetworkStats{FraudPct: share(ns.FraudRejected, ns.Chains), AvgCPIByCategory: map[string]int64{}}
+	for cat, sum := range ns.CPISum {
+		if n := ns.CPICount[cat]; n > 0 {
+			out.AvgCPIByCategory[cat] = roundHalfUp(sum, n)
+		}
+	}
+	return out, nil
 }

@@ -5,14 +5,16 @@ import (
 )
 
 // MountAPI mounts the REST API v1 with the given services. The middleware
-// order is deliberate: identify the caller (never refusing), rate-limit every
+// order is deliberate: take the client's address from a trusted proxy's
+// X-Forwarded-For (realIP; no-op without trusted proxies), identify the
+// caller (never refusing), rate-limit every
 // request (per key when the key is valid, per IP otherwise, so 401s are
 // limited too), then refuse unauthenticated calls to protected routes, then
 // make POSTs idempotent.
 func (s *Server) MountAPI(svc Services) {
 	s.services = svc
 	s.router.Route("/v1", func(r chi.Router) {
-		r.Use(s.identify, s.rateLimit)
+		r.Use(s.realIP, s.identify, s.rateLimit)
 		public := r.With(s.idempotent)
 		protected := r.With(s.requireApp, s.idempotent)
 		admin := r.With(s.requireAdmin, s.idempotent)
@@ -21,5 +23,6 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountApps(public, protected, admin)
 		s.mountMarket(public, protected, admin)
 		s.mountMoney(public, protected, admin)
+		s.mountSDK(public, protected, admin)
 	})
 }

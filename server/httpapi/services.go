@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"net/netip"
+
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
@@ -28,4 +31,12 @@ type Services struct {
 	// BaseURL is the server's public URL (scheme://host[:port]), used in links
 	// it hands out, such as checkout_url.
 	BaseURL string
+
+	// Attribution serves the SDK endpoints, SDK keys and chains (sdk.go).
+	Attribution *attribution.Service
+	// Clock is the server's clock, which test mode can advance (sdk.go).
+	Clock TestClock
+	// TrustedProxies are the proxies whose X-Forwarded-For the SDK
+	// endpoints believe for the client's address.
+	TrustedProxies []netip.Prefix
 }

@@ -110,6 +110,12 @@ type Service struct {
 	// NetworkStatsEvery is how long network statistics are reused before
 	// being recomputed; 0 means DefaultNetworkStatsEvery.
 	NetworkStatsEvery time.Duration
+	// ChainStats, when set (attribution, wired in package wire), gives
+	// Stats the figures only the event chains know: impressions, clicks
+	// and fraud_rejected. NetworkChainStats gives NetworkStats fraud_pct
+	// and avg_cpi_by_category. nil: they stay 0 and {}.
+	ChainStats        func(ctx context.Context, appID string, from, to time.Time) (xpromo.Stats, error)
+	NetworkChainStats func(ctx context.Context, from, to time.Time) (xpromo.NetworkStats, error)
 
 	// Delivery (delivery.go).
 

@@ -33,6 +33,11 @@ const NetworkPeriod = xpromo.PeriodLast30Days
 //     chains, which do not exist yet: they are 0 and {} until attribution
 //     records them, never estimated.
 //
+// With ChainStats set (the server wires attribution's), impressions, clicks
+// and fraud_rejected come from the event chains (docs/attribution.md). The
+// holds are the chains' installs (an escrow hold opens exactly when an
+// install claim is accepted), so the other figures are the chains' too.
+//
 // period "" means the default (last_30_days); anything else not in the enum
 // is invalid_period.
 func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period) (xpromo.Stats, error) {
@@ -87,7 +92,15 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 		}
 		return nil
 	})
-	return out, err
+	if err != nil || s.ChainStats == nil {
+		return out, err
+	}
+	cs, err := s.ChainStats(ctx, appID, from, now)
+	if err != nil {
+		return xpromo.Stats{}, err
+	}
+	out.Impressions, out.Clicks, out.FraudRejected = cs.Impressions, cs.Clicks, cs.FraudRejected
+	return out, nil
 }
 
 func ratio(n, d int64) float64 {
@@ -107,7 +120,9 @@ type networkSnapshot struct {
 // the holds opened in the window, 0 while none is resolved. fraud_pct and
 // avg_cpi_by_category need rejected chains and the categories chains carry,
 // which attribution has not recorded yet: they are 0 and {} until then, never
-// estimated. The figures are recomputed at most every NetworkStatsEvery.
+// estimated. With NetworkChainStats set (the server wires attribution's),
+// they come from the event chains. The figures are recomputed at most every
+// NetworkStatsEvery.
 func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error) {
 	if snap := s.network.Load(); snap != nil && !stale(s.Now(), snap.at, s.NetworkStatsEvery, DefaultNetworkStatsEvery) {
 		return snap.stats, nil
@@ -118,8 +133,8 @@ func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error)
 	if snap := s.network.Load(); snap != nil && !stale(now, snap.at, s.NetworkStatsEvery, DefaultNetworkStatsEvery) {
 		return snap.stats, nil // computed while we waited
 	}
-	var hs HoldStats
 	to := now.UTC()
+	var hs HoldStats
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		hs, err = tx.NetworkHoldStats(ctx, to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
@@ -132,6 +147,13 @@ func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error)
 		Period:           string(NetworkPeriod),
 		ClearingRate:     ratio(hs.Charged, hs.Resolved),
 		AvgCPIByCategory: map[string]int64{},
+	}
+	if s.NetworkChainStats != nil {
+		cs, err := s.NetworkChainStats(ctx, to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
+		if err != nil {
+			return xpromo.NetworkStats{}, err
+		}
+		stats.FraudPct, stats.AvgCPIByCategory = cs.FraudPct, cs.AvgCPIByCategory
 	}
 	s.network.Store(&networkSnapshot{stats: stats, at: now})
 	return stats, nil

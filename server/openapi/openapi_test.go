@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
@@ -162,6 +163,19 @@ var operations = map[string]opSpec{
 	"get_test_checkout":        {"GET", "/test/checkout/{session_id}", true, false},
 	"complete_test_checkout":   {"POST", "/test/checkout/{session_id}", true, false},
 	"admin_set_payout_account": {"PUT", "/v1/admin/apps/{app_id}/payout-account", false, true},
+	// Attribution: SDK keys and chains (API key), the SDK endpoints
+	// (public), the test clock and the sweep (admin).
+	"register_sdk_key":      {"POST", "/v1/apps/{app_id}/sdk-keys", false, true},
+	"list_sdk_keys":         {"GET", "/v1/apps/{app_id}/sdk-keys", false, false},
+	"revoke_sdk_key":        {"POST", "/v1/apps/{app_id}/sdk-keys/{key_id}/revoke", false, false},
+	"get_chain":             {"GET", "/v1/chains/{chain_id}", false, false},
+	"sdk_fill":              {"POST", "/v1/sdk/fill", true, true},
+	"sdk_click":             {"POST", "/v1/sdk/click", true, true},
+	"sdk_install":           {"POST", "/v1/sdk/install", true, true},
+	"sdk_heartbeat":         {"POST", "/v1/sdk/heartbeat", true, true},
+	"get_clock":             {"GET", "/v1/admin/clock", false, false},
+	"advance_clock":         {"POST", "/v1/admin/clock/advance", false, true},
+	"run_attribution_sweep": {"POST", "/v1/admin/attribution/sweep", false, false},
 }
 
 // optionalBody lists the operations whose JSON body may be left out.
@@ -521,6 +535,23 @@ var wireTypes = map[string]any{
 	"StatusChange":          xpromo.StatusChange{},
 	"AuditEntry":            xpromo.AuditEntry{},
 	"AuditPage":             xpromo.AuditPage{},
+	// Attribution.
+	"RegisterSDKKeyRequest": xpromo.RegisterSDKKeyRequest{},
+	"SDKKey":                xpromo.SDKKey{},
+	"SDKKeyList":            xpromo.SDKKeyList{},
+	"FillRequest":           xpromo.FillRequest{},
+	"FillResponse":          xpromo.FillResponse{},
+	"Creative":              xpromo.Creative{},
+	"Offer":                 attribution.Offer{},
+	"ClickRequest":          xpromo.ClickRequest{},
+	"ClickResponse":         xpromo.ClickResponse{},
+	"InstallRequest":        xpromo.InstallRequest{},
+	"InstallResponse":       xpromo.InstallResponse{},
+	"HeartbeatRequest":      xpromo.HeartbeatRequest{},
+	"HeartbeatResponse":     xpromo.HeartbeatResponse{},
+	"Chain":                 xpromo.Chain{},
+	"ClockState":            xpromo.ClockState{},
+	"SweepResult":           xpromo.SweepResult{},
 }
 
 func schemaNullable(s *openapi3.Schema) bool {

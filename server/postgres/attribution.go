@@ -334,20 +334,10 @@ ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = fill_coun
 
 func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
-	closed := to.Add(-attribution.ActivationWindowEnd)
-	// Every event of a chain happens within days of its creation; bounding
-	// created_at lets the per-advertiser index serve the scan.
 	err := t.queryRow(ctx, `SELECT
   (SELECT coalesce(sum(count), 0)::bigint FROM fill_counts WHERE advertiser_app_id = $1 AND day >= ($2 AT TIME ZONE 'UTC')::date AND day <= ($3 AT TIME ZONE 'UTC')::date),
-  count(*) FILTER (WHERE nonce IS NOT NULL AND clicked_at BETWEEN $2 AND $3),
-  count(*) FILTER (WHERE installed_at BETWEEN $2 AND $3),
-  count(*) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN $2 AND $3),
-  coalesce(sum(price_cents) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN $2 AND $3), 0)::bigint,
-  count(*) FILTER (WHERE installed_at BETWEEN $2 AND $3 AND installed_at <= $4),
-  count(*) FILTER (WHERE installed_at BETWEEN $2 AND $3 AND installed_at <= $4 AND activated_at IS NOT NULL)
-FROM chains WHERE advertiser_app_id = $1 AND created_at <= $3 AND created_at >= $5`,
-		[]any{appID, from, to, closed, from.Add(-3 * attribution.ActivationWindowEnd)},
-		&s.Impressions, &s.Clicks, &s.Installs, &s.Cleared, &s.ClearedCents, &s.WindowClosed, &s.Activated)
+  (SELECT count(*) FROM chains WHERE advertiser_app_id = $1 AND created_at BETWEEN $2 AND $3 AND nonce IS NOT NULL)`,
+		[]any{appID, from, to}, &s.Impressions, &s.Clicks)
 	if err != nil {
 		return s, wrap(err, "aggregating an app's chains")
 	}
@@ -367,14 +357,8 @@ GROUP BY reason`, []any{appID, from, to}, func(rows pgx.Rows) error {
 
 func (t *tx) NetworkChainStats(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	closed := to.Add(-attribution.ActivationWindowEnd)
-	err := t.queryRow(ctx, `SELECT
-  count(*) FILTER (WHERE created_at BETWEEN $1 AND $2),
-  count(*) FILTER (WHERE created_at BETWEEN $1 AND $2 AND state = 'rejected' AND reason LIKE 'fraud\_%'),
-  count(*) FILTER (WHERE installed_at BETWEEN $1 AND $2 AND installed_at <= $3),
-  count(*) FILTER (WHERE installed_at BETWEEN $1 AND $2 AND installed_at <= $3 AND activated_at IS NOT NULL)
-FROM chains WHERE created_at <= $2 AND created_at >= $4`, []any{from, to, closed, from.Add(-3 * attribution.ActivationWindowEnd)},
-		&s.Chains, &s.FraudRejected, &s.Claims, &s.Survived)
+	err := t.queryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'rejected' AND reason LIKE 'fraud\_%')
+FROM chains WHERE created_at BETWEEN $1 AND $2`, []any{from, to}, &s.Chains, &s.FraudRejected)
 	if err != nil {
 		return s, wrap(err, "aggregating the network's chains")
 	}

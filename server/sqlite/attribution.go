@@ -279,19 +279,10 @@ ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = count + e
 func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
 	f, tt := micros(from), micros(to)
-	// The window of an install closes 72 hours after it.
-	closed := micros(to.Add(-attribution.ActivationWindowEnd))
 	err := t.tx.QueryRowContext(ctx, `SELECT
-  (SELECT coalesce(sum(count), 0) FROM fill_counts WHERE advertiser_app_id = ?1 AND day >= ?6 AND day <= ?3),
-  count(*) FILTER (WHERE nonce IS NOT NULL AND clicked_at BETWEEN ?2 AND ?3),
-  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?2 AND ?3),
-  count(*) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN ?2 AND ?3),
-  coalesce(sum(price_cents) FILTER (WHERE state = 'cleared' AND resolved_at BETWEEN ?2 AND ?3), 0),
-  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?2 AND ?3 AND installed_at <= ?4),
-  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?2 AND ?3 AND installed_at <= ?4 AND activated_at > 0)
-FROM chains WHERE advertiser_app_id = ?1 AND created_at <= ?3 AND created_at >= ?5`,
-		appID, f, tt, closed, micros(from.Add(-3*attribution.ActivationWindowEnd)), micros(dayStart(from))).Scan(
-		&s.Impressions, &s.Clicks, &s.Installs, &s.Cleared, &s.ClearedCents, &s.WindowClosed, &s.Activated)
+  (SELECT coalesce(sum(count), 0) FROM fill_counts WHERE advertiser_app_id = ?1 AND day >= ?4 AND day <= ?3),
+  (SELECT count(*) FROM chains WHERE advertiser_app_id = ?1 AND created_at BETWEEN ?2 AND ?3 AND nonce IS NOT NULL)`,
+		appID, f, tt, micros(dayStart(from))).Scan(&s.Impressions, &s.Clicks)
 	if err != nil {
 		return s, wrap(err)
 	}
@@ -316,14 +307,9 @@ GROUP BY reason`, appID, f, tt)
 func (t *tx) NetworkChainStats(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
 	f, tt := micros(from), micros(to)
-	closed := micros(to.Add(-attribution.ActivationWindowEnd))
-	err := t.tx.QueryRowContext(ctx, `SELECT
-  count(*) FILTER (WHERE created_at BETWEEN ?1 AND ?2),
-  count(*) FILTER (WHERE created_at BETWEEN ?1 AND ?2 AND state = 'rejected' AND reason LIKE 'fraud\_%' ESCAPE '\'),
-  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?1 AND ?2 AND installed_at <= ?3),
-  count(*) FILTER (WHERE installed_at > 0 AND installed_at BETWEEN ?1 AND ?2 AND installed_at <= ?3 AND activated_at > 0)
-FROM chains WHERE created_at <= ?2 AND created_at >= ?4`, f, tt, closed, micros(from.Add(-3*attribution.ActivationWindowEnd))).Scan(
-		&s.Chains, &s.FraudRejected, &s.Claims, &s.Survived)
+	err := t.tx.QueryRowContext(ctx, `SELECT count(*),
+  count(*) FILTER (WHERE state = 'rejected' AND reason LIKE 'fraud\_%' ESCAPE '\')
+FROM chains WHERE created_at BETWEEN ? AND ?`, f, tt).Scan(&s.Chains, &s.FraudRejected)
 	if err != nil {
 		return s, wrap(err)
 	}
