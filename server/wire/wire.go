@@ -6,12 +6,16 @@ package wire
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
 )
 
@@ -43,10 +47,54 @@ type Config struct {
 	// CategoriesFile is the operator's categories and floors (JSON, see
 	// docs/marketplace.md); "" uses the catalogue shipped with the server.
 	CategoriesFile string
+
+	// Attribution (docs/attribution.md).
+
+	// OfferSecret is the MAC secret that seals offers (at least 32 bytes),
+	// shared by every instance; "" draws a random one in test mode and is
+	// refused in live mode. PreviousOfferSecrets still verify offers sealed
+	// before a rotation (keep them for 30 minutes).
+	OfferSecret          string
+	PreviousOfferSecrets []string
+	// IPToASNFile is an iptoasn.com TSV table (optionally gzipped);
+	// DatacentersFile replaces the shipped datacenter list (AS numbers and
+	// prefixes, one per line).
+	IPToASNFile, DatacentersFile string
+	// TrustedProxies are the proxies whose X-Forwarded-For the SDK
+	// endpoints believe for the client's address; none by default.
+	TrustedProxies []netip.Prefix
+	// FraudRules are the fraud rules' thresholds (zero fields: defaults).
+	FraudRules attribution.Rules
+	// SweepInterval is how often RunBackground sweeps; 0 means
+	// DefaultSweepInterval.
+	SweepInterval time.Duration
+}
+
+// Server is the assembled server: the HTTP API and what its background
+// work (RunBackground) needs.
+type Server struct {
+	HTTP        *httpapi.Server
+	Apps        *apps.Service
+	Attribution *attribution.Service
+	Market      *market.Service
+	// Clock is the clock of every domain: cfg.Now plus the test clock's
+	// offset (moved by POST /v1/admin/clock/advance in test mode).
+	Clock *Clock
+	cfg   Config
 }
 
 // New builds the whole HTTP server on store.
 func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
+	s, err := Build(cfg, store)
+	if err != nil {
+		return nil, err
+	}
+	return s.HTTP, nil
+}
+
+// Build assembles the server on store: the domain services, all on one
+// clock (cfg.Now wrapped in the test clock), and the HTTP API.
+func Build(cfg Config, store storage.Store) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -56,12 +104,16 @@ func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 	if cfg.Mode == "" {
 		cfg.Mode = httpapi.ModeTest
 	}
+	clock := NewClock(cfg.Now, cfg.Mode == httpapi.ModeTest)
+	cfg.Now = clock.Now
 	srv := httpapi.New(httpapi.Config{Store: store, Logger: cfg.Logger, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode})
 	svc := httpapi.Services{
-		AdminToken: cfg.AdminToken,
-		Guide:      guide.Markdown,
-		BaseURL:    cfg.BaseURL,
-		Ledger:     store,
+		AdminToken:     cfg.AdminToken,
+		Guide:          guide.Markdown,
+		BaseURL:        cfg.BaseURL,
+		Ledger:         store,
+		Clock:          clock,
+		TrustedProxies: cfg.TrustedProxies,
 	}
 	var err error
 	if svc.Apps, svc.Auth, err = appsServices(cfg, store); err != nil {
@@ -73,6 +125,9 @@ func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 	if svc.Payments, err = paymentsService(cfg, store); err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
 	}
+	if svc.Attribution, err = attributionService(cfg, store, svc.Market); err != nil {
+		return nil, fmt.Errorf("attribution: %w", err)
+	}
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
@@ -81,5 +136,5 @@ func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 	}
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return srv, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Clock: clock, cfg: cfg}, nil
 }
