@@ -220,7 +220,12 @@ func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID 
 		}
 		state := watchLine(sc, job)
 		if bar != nil {
-			bar.Describe(state)
+			// Short, so that description and bar fit on one line.
+			desc := string(sc.Status)
+			if job != "" {
+				desc += ", scoring " + job
+			}
+			bar.Describe(desc + " · gate checks")
 			_ = bar.Set(gatePassed(sc.Gate))
 		} else if state != last {
 			fmt.Fprintln(r.env.Stderr, state)

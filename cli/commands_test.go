@@ -227,7 +227,7 @@ func TestWatch(t *testing.T) {
 	// A progress bar on a terminal.
 	e.terminal = true
 	r = e.ok("apps", "score", "--watch")
-	assert.Contains(t, r.stderr, "status approved")
+	assert.Contains(t, r.stderr, "approved, scoring queued · gate checks")
 }
 
 // TestWatchTimeout: a watch that never sees a decision gives up.
