@@ -16,6 +16,7 @@ func authChecks() []Check {
 		{"public operations need no key", checkPublicOperations},
 		{"another app's resources answer 404 exactly like missing ones", checkCrossAppNotFound},
 		{"another app's campaigns answer 404 exactly like missing ones", checkCrossAppCampaigns},
+		{"another app's SDK keys and event chains answer 404 exactly like missing ones", checkCrossAppAttribution},
 		{"the admin surface refuses app keys and wrong tokens", checkAdminRefusesAppKeys},
 		{"a rotated key keeps the old key working", checkKeyRotation},
 	}
@@ -207,4 +208,34 @@ func checkKeyRotation(c *C) {
 	c.NoError(err, "the new key reading the score")
 	_, err = a.Client.GetScore(c.Ctx(), a.ID)
 	c.NoError(err, "the old key, within its 24 hours, reading the score")
+}
+
+func checkCrossAppAttribution(c *C) {
+	ctx := c.Ctx()
+	a := c.WithSDKKey(c.NewApp())
+	other := c.NewApp()
+	missing := missingLike(a.ID)
+	sameNotFound(c, "GET /apps/{app_id}/sdk-keys",
+		a.ID, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/apps/"+a.ID+"/sdk-keys", nil, nil) },
+		missing, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/apps/"+missing+"/sdk-keys", nil, nil) })
+	sameNotFound(c, "POST /apps/{app_id}/sdk-keys/{key_id}/revoke",
+		a.ID, func() error {
+			return other.Client.Do(ctx, http.MethodPost, "/v1/apps/"+a.ID+"/sdk-keys/"+a.Key.ID+"/revoke", nil, nil)
+		},
+		missing, func() error {
+			return other.Client.Do(ctx, http.MethodPost, "/v1/apps/"+missing+"/sdk-keys/"+a.Key.ID+"/revoke", nil, nil)
+		})
+	// A chain is its publisher's and its advertiser's only.
+	m := c.NewMarket("", 20000)
+	in := c.Installed(m.Pub, m.Adv)
+	missingChain := missingLike(in.ChainID)
+	sameNotFound(c, "GET /chains/{chain_id}",
+		in.ChainID, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/chains/"+in.ChainID, nil, nil) },
+		missingChain, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/chains/"+missingChain, nil, nil) })
+	// The key was not revoked by the attempt.
+	var list xpromo.SDKKeyList
+	c.NoError(a.Client.Do(ctx, http.MethodGet, "/v1/apps/"+a.ID+"/sdk-keys", nil, &list), "listing the keys")
+	if len(list.Keys) != 1 || list.Keys[0].RevokedAt != nil {
+		c.Errorf("after another app's attempt the keys are %+v, want one, not revoked", list.Keys)
+	}
 }

@@ -25,8 +25,8 @@ func Areas() []Area {
 		{ID: "stats", Title: "stats", Checks: statsChecks},
 		{ID: "top-up", Title: "top-up", Checks: topUpChecks},
 		{ID: "payout", Title: "payout", Checks: payoutChecks},
-		{ID: "attribution", Title: "attribution protocol and fraud codes", NotCovered: "the reference server does not serve /v1/sdk/* yet"},
-		{ID: "mcp", Title: "MCP tool parity", NotCovered: "the reference server does not mount /mcp yet"},
+		{ID: "attribution", Title: "attribution protocol and fraud codes", Checks: attributionChecks},
+		{ID: "mcp", Title: "MCP tool parity", Checks: mcpChecks},
 	}
 }
 
