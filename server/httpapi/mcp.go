@@ -22,10 +22,9 @@ type mcpRequestKey struct{}
 
 // MountMCP mounts the MCP endpoint h (the Streamable HTTP transport,
 // stateless: POST only) at /mcp, behind realIP, identify and rateLimit like
-// /v1: each
-// request to /mcp counts once against the caller's budget (per key, else per
-// IP; as a write, since it is a POST). The REST call its tool makes in-process
-// is not counted a second time (see rateLimit).
+// /v1: each request to /mcp counts once against the caller's budget (per
+// key, else per IP; as a write, since it is a POST). The REST call its tool
+// makes in-process is not counted a second time (see rateLimit).
 //
 // The body is limited to MaxBodyBytes, like a REST body. Authentication is
 // the REST API's: h passes the request's Authorization header through to the
