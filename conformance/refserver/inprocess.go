@@ -25,8 +25,8 @@ import (
 // test checkouts), low enough for the rate-limit checks to reach 429 quickly,
 // and writes stricter than reads, as the API document wants.
 const (
-	ReadLimit  = 2000
-	WriteLimit = 300
+	ReadLimit  = 3000
+	WriteLimit = 600
 )
 
 // Options adjust the in-process server.
