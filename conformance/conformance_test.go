@@ -58,7 +58,6 @@ func TestMain(m *testing.M) {
 		banner := strings.Repeat("!", 78)
 		msg := fmt.Sprintf("%s\n!! CONFORMANCE CONTAINER TARGET NOT RUN: %s\n%s\n", banner, containerNotRun, banner)
 		fmt.Print(msg)
-		fmt.Fprint(os.Stderr, msg)
 	}
 	os.Exit(code)
 }

@@ -54,7 +54,7 @@ func DockerAvailable(ctx context.Context) (err error) {
 	defer cancel()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return fmt.Errorf("no Docker client: %w", err)
+		return fmt.Errorf("no Docker engine found: %w", err)
 	}
 	defer cli.Close()
 	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
