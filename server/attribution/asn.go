@@ -66,7 +66,7 @@ func LoadIPToASN(r io.Reader) (*ASNTable, error) {
 			return nil, fmt.Errorf("ip-to-asn table: line %d: %q is not a range and an AS number", n, line)
 		}
 		start, end = start.Unmap(), end.Unmap()
-		if start.Is4() != end.Is4() || end.Less(start) {
+		if start.Zone() != "" || end.Zone() != "" || start.Is4() != end.Is4() || end.Less(start) {
 			return nil, fmt.Errorf("ip-to-asn table: line %d: %s-%s is not a range", n, start, end)
 		}
 		if asn == 0 {
@@ -84,7 +84,7 @@ func LoadIPToASN(r io.Reader) (*ASNTable, error) {
 }
 
 // RangePrefixes returns the shortest list of CIDR prefixes covering exactly
-// the addresses from start to end (both included, same family).
+// the addresses from start to end (both included, same family, no zone).
 func RangePrefixes(start, end netip.Addr) []netip.Prefix {
 	var out []netip.Prefix
 	for {

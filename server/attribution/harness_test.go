@@ -67,9 +67,14 @@ func newWorld(t testing.TB, store storage.Store, rules attribution.Rules) *world
 // app registers an approved app; category "" registers none.
 func (w *world) app(name string, platform xpromo.Platform, category string) string {
 	w.t.Helper()
+	return w.appWithBundle(name, platform, category, fmt.Sprintf("com.example.app%d", w.seq.Add(1)))
+}
+
+func (w *world) appWithBundle(name string, platform xpromo.Platform, category, bundle string) string {
+	w.t.Helper()
 	n := w.seq.Add(1)
 	a, _, _, err := w.srv.Apps.Register(w.ctx, apps.RegisterParams{
-		Name: name, Platform: string(platform), BundleID: fmt.Sprintf("com.example.%s%d", "app", n),
+		Name: name, Platform: string(platform), BundleID: bundle,
 		Domain: "example.com", DownloadURL: fmt.Sprintf("https://example.com/%s-%d.zip", name, n),
 		ContactEmail: "team@example.com", Category: category,
 	})
@@ -160,6 +165,28 @@ func (w *world) click(p pair, ip netip.Addr) string {
 	w.t.Helper()
 	o := w.fill(p.pub)
 	require.Equal(w.t, p.adv, o.Advertiser, "the fill awards the pair's campaign")
+	tok := w.sign(p.pubKey, o, w.now())
+	_, _, err := w.attr.Click(w.ctx, tok, ip)
+	require.NoError(w.t, err)
+	return tok
+}
+
+// offer seals an offer for p's campaign as a fill would, without the
+// auction: tests of the claim rules use it where several campaigns share a
+// category.
+func (w *world) offer(p pair, category string, price int64) token.Offer {
+	w.t.Helper()
+	nonce, err := token.NewNonce(nil)
+	require.NoError(w.t, err)
+	o, err := token.SealOffer(w.attr.MACKey, token.Offer{Nonce: nonce, Publisher: p.pub, Advertiser: p.adv, CampaignID: p.campaign,
+		Category: category, Platform: "mac", PriceCents: price, OfferedAt: w.now().Unix()})
+	require.NoError(w.t, err)
+	return o
+}
+
+// clickOffer reports a click on o now and returns the token.
+func (w *world) clickOffer(p pair, o token.Offer, ip netip.Addr) string {
+	w.t.Helper()
 	tok := w.sign(p.pubKey, o, w.now())
 	_, _, err := w.attr.Click(w.ctx, tok, ip)
 	require.NoError(w.t, err)

@@ -3,6 +3,7 @@ package wire_test
 import (
 	"context"
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -274,4 +275,30 @@ func contractAttribution(t *testing.T, a *api, noCategory, strangerKey string) {
 	k := decode[xpromo.SDKKey](t, a.expect(200, a.do("POST", "/v1/apps/"+pub.id+"/sdk-keys/"+pub.sdk.ID+"/revoke", pub.key, nil)))
 	assert.NotNil(t, k.RevokedAt)
 	a.expect(404, a.do("POST", "/v1/apps/"+pub.id+"/sdk-keys/sk_missing/revoke", pub.key, nil))
+}
+
+// TestTrustedProxy: behind a configured trusted proxy, the fraud rules see
+// the client's address from X-Forwarded-For (here a datacenter's).
+func TestTrustedProxy(t *testing.T) {
+	s := storagetest.SQLite(t)
+	a := start(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000,
+		IPToASNFile: "../attribution/testdata/ip2asn-test.tsv", DatacentersFile: "../attribution/testdata/datacenters-test.txt",
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	pub := a.register("Pub", "com.example.pub", "games")
+	adv := a.register("Adv", "com.example.adv", "")
+	a.topUp(adv, 10_000)
+	a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"games"}, "daily_budget_cents": 5000}))
+	install := func(client string) reply {
+		fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", xpromo.FillRequest{AppID: pub.id, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})))
+		require.True(t, fill.Filled)
+		tok, err := token.SignClick(pub.sdk.Private, pub.sdk.ID, token.NewClickClaims(*fill.Offer, a.serverNow()))
+		require.NoError(t, err)
+		a.expect(200, a.do("POST", "/v1/sdk/click", "", xpromo.ClickRequest{Token: tok}, "X-Forwarded-For", "198.51.100.7"))
+		a.advance(time.Minute)
+		cs, err := token.Countersign(adv.sdk.Private, adv.sdk.ID, tok, "device-"+client, a.serverNow(), adv.id)
+		require.NoError(t, err)
+		return a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tok, Countersignature: cs}, "X-Forwarded-For", "192.0.2.1, "+client)
+	}
+	assert.Equal(t, "fraud_datacenter_asn", a.expect(403, install("203.0.113.9")).code(t))
+	a.expect(200, install("198.51.100.8"))
 }
