@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,11 @@ type config struct {
 	X402PayTo      string
 	X402Network    string
 	X402EURUSD     string
+
+	// Attribution (docs/attribution.md).
+	OfferSecret, PreviousOfferSecret string
+	IPToASNFile, DatacentersFile     string
+	TrustedProxies                   []netip.Prefix
 }
 
 // minLiveAdminToken is the shortest admin token accepted in live mode; a
@@ -63,6 +69,11 @@ var settings = []setting{
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
 	{flag: "x402-eur-usd", env: "XPROMO_X402_EUR_USD", def: "", usage: "EUR to USD rate used to quote top-ups in USDC (e.g. 1.08); empty: 1", serveOnly: true},
+	{flag: "offer-secret", env: "XPROMO_OFFER_SECRET", def: "", usage: "secret (at least 32 bytes) sealing attribution offers, the same on every instance; empty: random per process in test mode, refused in live mode", serveOnly: true},
+	{flag: "offer-secret-previous", env: "XPROMO_OFFER_SECRET_PREVIOUS", def: "", usage: "the offer secret before a rotation, still verifying offers sealed with it (keep it 30 minutes)", serveOnly: true},
+	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
+	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
+	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 }
 
 // usageError is a bad command line or configuration: exit status 2.
@@ -167,6 +178,27 @@ func parseConfig(name string, args []string, env func(string) string, out io.Wri
 	cfg.RedisURL = get("redis-url")
 	cfg.CategoriesFile = get("categories-file")
 	cfg.X402PayTo, cfg.X402Network, cfg.X402EURUSD = get("x402-pay-to"), get("x402-network"), get("x402-eur-usd")
+	cfg.OfferSecret, cfg.PreviousOfferSecret = get("offer-secret"), get("offer-secret-previous")
+	for _, sec := range []string{"offer-secret", "offer-secret-previous"} {
+		if v := get(sec); v != "" && len(v) < 32 {
+			return cfg, usagef("%s: the offer secret must be at least 32 bytes", source[sec])
+		}
+	}
+	cfg.IPToASNFile, cfg.DatacentersFile = get("ip2asn-file"), get("datacenters-file")
+	for v := range strings.SplitSeq(get("trusted-proxies"), ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				return cfg, usagef("%s: %q is not a CIDR prefix or an address", source["trusted-proxies"], v)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, p.Masked())
+	}
 	for name, dst := range map[string]*int{"rate-read": &cfg.ReadLimit, "rate-write": &cfg.WriteLimit} {
 		n, err := strconv.Atoi(get(name))
 		if err != nil || n < 1 {

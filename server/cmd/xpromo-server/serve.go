@@ -51,27 +51,34 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		baseURL = "http://" + ln.Addr().String()
 	}
 	wcfg := wire.Config{
-		Mode:           cfg.Mode,
-		AdminToken:     cfg.AdminToken,
-		BaseURL:        baseURL,
-		RedisURL:       cfg.RedisURL,
-		ReadLimit:      cfg.ReadLimit,
-		WriteLimit:     cfg.WriteLimit,
-		Logger:         log,
-		Now:            p.now,
-		Registry:       httpapi.NewRegistry(),
-		X402PayTo:      cfg.X402PayTo,
-		X402Network:    cfg.X402Network,
-		X402EURUSD:     cfg.X402EURUSD,
-		CategoriesFile: cfg.CategoriesFile,
+		Mode:            cfg.Mode,
+		AdminToken:      cfg.AdminToken,
+		BaseURL:         baseURL,
+		RedisURL:        cfg.RedisURL,
+		ReadLimit:       cfg.ReadLimit,
+		WriteLimit:      cfg.WriteLimit,
+		Logger:          log,
+		Now:             p.now,
+		Registry:        httpapi.NewRegistry(),
+		X402PayTo:       cfg.X402PayTo,
+		X402Network:     cfg.X402Network,
+		X402EURUSD:      cfg.X402EURUSD,
+		CategoriesFile:  cfg.CategoriesFile,
+		OfferSecret:     cfg.OfferSecret,
+		IPToASNFile:     cfg.IPToASNFile,
+		DatacentersFile: cfg.DatacentersFile,
+		TrustedProxies:  cfg.TrustedProxies,
 	}
-	api, err := wire.New(wcfg, st)
+	if cfg.PreviousOfferSecret != "" {
+		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
+	}
+	built, err := wire.Build(wcfg, st)
 	if err != nil {
 		log.Error("cannot start", slog.String("error", err.Error()))
 		return exitCode(exitFail)
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           built.HTTP,
 		ReadHeaderTimeout: 10 * time.Second, // slowloris
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -96,6 +103,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	bg, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
 	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
+	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	defer func() { stopBackground(); background.Wait() }()
 
 	serveErr := make(chan error, 1)
