@@ -148,8 +148,10 @@ type InstallRequest struct {
 }
 
 // InstallResponse is the 200 answer of POST /v1/sdk/install: the chain and
-// its state (`installed`, or `rejected` when a fraud rule refused it; the
-// SDK has nothing more to do either way).
+// its state (`installed`; the same claim posted again answers the chain in
+// its current state). A refused claim is answered 403 with the fraud code
+// (409 when the advertiser cannot pay) instead; the SDK has nothing more to
+// do either way.
 type InstallResponse struct {
 	ChainID string     `json:"chain_id"`
 	State   ChainState `json:"state"`

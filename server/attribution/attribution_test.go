@@ -386,7 +386,7 @@ func TestChainAccess(t *testing.T) {
 		other := w.app("Other", xpromo.PlatformMac, "")
 		_, err = w.attr.Chain(w.ctx, other, ch.ID)
 		assert.Equal(t, apperr.NotFound, apperr.Code(err))
-		_, err = w.attr.Chain(w.ctx, p.pub, "chn_missing")
+		_, err = w.attr.Chain(w.ctx, p.pub, "ch_missing")
 		assert.Equal(t, apperr.NotFound, apperr.Code(err))
 	})
 }

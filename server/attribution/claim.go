@@ -54,7 +54,7 @@ func IPKey(ip netip.Addr) string {
 func chainFromClick(c *token.Click, now time.Time) Chain {
 	o := c.Claims.Offer
 	return Chain{
-		ID: ids.New("chn"), Nonce: o.Nonce, State: StateClicked,
+		ID: ids.New("ch"), Nonce: o.Nonce, State: StateClicked,
 		CampaignID: o.CampaignID, PublisherAppID: o.Publisher, AdvertiserAppID: o.Advertiser,
 		Category: o.Category, Platform: xpromo.Platform(o.Platform), PriceCents: o.PriceCents,
 		OfferedAt: c.Claims.Offer.Expires().Add(-token.OfferTTL), ClickedAt: c.Claims.IssuedTime(), ExpiresAt: c.Claims.ExpiresTime(),
@@ -79,7 +79,7 @@ type refusal struct {
 
 // record is the rejected chain recording r.
 func (r refusal) record(now time.Time) Chain {
-	c := Chain{ID: ids.New("chn"), State: StateRejected, Reason: r.code, Countersignature: r.countersignature,
+	c := Chain{ID: ids.New("ch"), State: StateRejected, Reason: r.code, Countersignature: r.countersignature,
 		DeviceID: r.deviceID, InstallIP: r.ip, ResolvedAt: now, CreatedAt: now, UpdatedAt: now}
 	if r.click != nil {
 		c.ClaimedNonce, c.ClickToken, c.TokenHash, c.PublisherKID = r.click.Claims.Nonce, r.click.Raw, r.click.Hash(), r.click.Header.Kid
