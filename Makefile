@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak bench lint build conformance clean guide
+.PHONY: help run test test-soak bench lint build conformance clean guide demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -81,6 +81,14 @@ build: ## binaries (xpromo-server, and xpromo / xpromo-mcp once they exist) into
 # XPROMO_CONFORMANCE_URL (and _ADMIN_TOKEN) test another implementation instead.
 conformance: ## the conformance suite: in-process reference server, and its container image when Docker answers
 	cd conformance && XPROMO_CONFORMANCE_CONTAINER=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
+
+# The whole attribution story, end to end: examples/desktop-app/demo.sh builds
+# xpromo-server and the example, starts a fresh test-mode server (SQLite in a
+# temporary directory, a random admin token, a free loopback port), plays a
+# publisher and an advertiser app through the SDK with the test clock, prints
+# both ledgers and stops the server. Needs only Go.
+demo: ## one paid install end to end (examples/desktop-app) against a fresh test-mode server
+	GO=$(GO) ./examples/desktop-app/demo.sh
 
 clean: ## remove ./bin (./data, the local database, is kept)
 	rm -rf bin

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+	"github.com/xpromo/xpromo/server/wire"
+)
+
+const adminToken = "desktop-app-test-admin-token"
+
+// startServer runs the real server (server/wire on a fresh SQLite store,
+// test mode, its default rate limits and real clock) behind httptest, as
+// `make demo` runs xpromo-server.
+func startServer(t *testing.T, cfg wire.Config) string {
+	t.Helper()
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	if cfg.Mode == "" {
+		cfg.Mode = httpapi.ModeTest
+	}
+	if cfg.AdminToken == "" {
+		cfg.AdminToken = adminToken
+	}
+	cfg.BaseURL = ts.URL
+	srv, err := wire.New(cfg, storagetest.SQLite(t))
+	require.NoError(t, err)
+	handler = srv
+	return ts.URL
+}
+
+// env is a fixed environment.
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestStory plays the whole story in-process against the real server and
+// checks what it produced exactly: the cleared chain, both ledgers with the
+// arithmetic of decisions §3, and the two signatures. Then it shows that
+// the checks catch ledgers that do not add up.
+func TestStory(t *testing.T) {
+	url := startServer(t, wire.Config{})
+	var out, log bytes.Buffer
+	res, err := playStory(context.Background(), config{
+		BaseURL: url, AdminToken: adminToken, Category: "productivity", Dir: t.TempDir(), Out: &out, Log: &log,
+	})
+	require.NoError(t, err, "narration:\n%s\nSDK log:\n%s", &out, &log)
+	assert.Empty(t, log.String(), "the SDK warned")
+
+	pub, adv, c := res.Publisher, res.Advertiser, res.Chain
+	const price = 400 // productivity's floor on mac
+	assert.Equal(t, xpromo.ChainCleared, c.State)
+	assert.Equal(t, int64(price), c.PriceCents)
+	assert.Equal(t, pub.ID, c.PublisherAppID)
+	assert.Equal(t, adv.ID, c.AdvertiserAppID)
+	assert.Equal(t, res.Campaign.CampaignID, c.CampaignID)
+	require.NotNil(t, c.Countersignature)
+
+	type row struct {
+		Type         xpromo.LineType
+		Amount       int64
+		BalanceAfter int64
+		Counterparty string
+		Chain        string
+	}
+	rows := func(ls []xpromo.LedgerLine) []row {
+		var out []row
+		for _, l := range ls {
+			r := row{Type: l.Type, Amount: l.AmountCents, BalanceAfter: l.BalanceAfter}
+			if l.CounterpartyAppID != nil {
+				r.Counterparty = *l.CounterpartyAppID
+			}
+			if l.EventChainID != nil {
+				r.Chain = *l.EventChainID
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	assert.Equal(t, []row{
+		{xpromo.LineTopup, topUpCents, topUpCents, "", ""},
+		{xpromo.LineEscrowHold, -price, topUpCents - price, pub.ID, c.ChainID},
+		{xpromo.LineEscrowRelease, price, topUpCents, pub.ID, c.ChainID},
+		{xpromo.LineCharge, -price, topUpCents - price, pub.ID, c.ChainID},
+	}, rows(adv.Ledger))
+	assert.Equal(t, []row{{xpromo.LineEarn, 280, 280, adv.ID, c.ChainID}}, rows(pub.Ledger), "400 less the 30 % take")
+	assert.Equal(t, int64(1), adv.Stats.Cleared)
+
+	checks := checkOutcome(res)
+	for _, ch := range checks {
+		assert.NoError(t, ch.Err, ch.Name)
+	}
+	narration := out.String()
+	for _, want := range []string{
+		"showing slot onboarding_complete…",
+		"│ Sponsored",
+		"[ Download ]",
+		"xpromo_click=",
+		"found the click token through the inbox channel",
+		"chain " + c.ChainID + " is installed",
+		"chain activated_48h",
+		"chain " + c.ChainID + " is cleared",
+	} {
+		assert.Contains(t, narration, want)
+	}
+
+	// The checks fail on an outcome that does not add up.
+	failing := func(mutate func(o *outcome)) []string {
+		o := *res
+		p, a := *res.Publisher, *res.Advertiser
+		p.Ledger, a.Ledger = slices.Clone(p.Ledger), slices.Clone(a.Ledger)
+		o.Publisher, o.Advertiser = &p, &a
+		mutate(&o)
+		var names []string
+		for _, ch := range checkOutcome(&o) {
+			if ch.Err != nil {
+				names = append(names, ch.Name)
+			}
+		}
+		return names
+	}
+	assert.Empty(t, failing(func(*outcome) {}))
+	got := failing(func(o *outcome) { o.Publisher.Ledger[0].AmountCents = 400 })
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "publisher: earn")
+	got = failing(func(o *outcome) { o.Advertiser.Ledger = o.Advertiser.Ledger[:3] })
+	require.Len(t, got, 2, "%q", got)
+	assert.Contains(t, got[0], "advertiser: escrow_hold")
+	assert.Contains(t, got[1], "balances")
+	got = failing(func(o *outcome) { o.Chain.State = xpromo.ChainRefunded })
+	assert.Equal(t, []string{"the install is cleared"}, got)
+	got = failing(func(o *outcome) { o.Chain.ClickToken = strings.Replace(o.Chain.ClickToken, ".", ".e30", 1) })
+	assert.Len(t, got, 2, "neither signature holds without the click token: %q", got)
+	got = failing(func(o *outcome) { o.Advertiser.Registered = o.Publisher.Registered })
+	assert.Equal(t, []string{"the install countersignature verifies with the advertiser's registered SDK key"}, got)
+}
+
+// TestRun runs the program as `make demo` does (configuration from the
+// environment): exit 0 and the full report. Run twice against one server,
+// the story still holds: each run pauses its campaign.
+func TestRun(t *testing.T) {
+	url := startServer(t, wire.Config{})
+	for i := range 2 {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"--wait", "10s"}, env(map[string]string{
+			"XPROMO_BASE_URL": url + "/", "XPROMO_ADMIN_TOKEN": adminToken,
+		}), &stdout, &stderr)
+		require.Equal(t, exitOK, code, "run %d\nstdout:\n%s\nstderr:\n%s", i, &stdout, &stderr)
+		out := stdout.String()
+		for _, want := range []string{
+			"== Ledgers (amounts in euro cents)",
+			"Snip, the advertiser",
+			"Clipboard Pro, the publisher",
+			"escrow_release",
+			"== Stats",
+			"click token, signed by Clipboard Pro's SDK",
+			"install countersignature, signed by Snip's SDK",
+			"ok   publisher: earn +(P - P×30/100) = 280 cents with the advertiser",
+			"EUR 4.00 charged to Snip, EUR 2.80 earned by Clipboard Pro",
+		} {
+			assert.Contains(t, out, want)
+		}
+		assert.NotContains(t, out, "FAIL")
+	}
+}
+
+// TestRunFails: a story that cannot finish exits 1 and says why.
+func TestRunFails(t *testing.T) {
+	url := startServer(t, wire.Config{})
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--base-url", url, "--admin-token", "wrong"}, env(nil), &stdout, &stderr)
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stderr.String(), "unauthorized")
+
+	stdout.Reset()
+	stderr.Reset()
+	code = run(context.Background(), []string{"--base-url", url, "--admin-token", adminToken, "--category", "no-such-category"}, env(nil), &stdout, &stderr)
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stderr.String(), "unknown_category")
+}
+
+func TestParseFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, err := parseFlags([]string{"--base-url", "http://flag:1/"}, env(map[string]string{
+		"XPROMO_BASE_URL": "http://env:2", "XPROMO_ADMIN_TOKEN": "from-env",
+	}), &stderr)
+	require.NoError(t, err)
+	assert.Equal(t, "http://flag:1", cfg.BaseURL, "the flag wins over the environment")
+	assert.Equal(t, "from-env", cfg.AdminToken)
+	assert.Equal(t, "productivity", cfg.Category)
+
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"XPROMO_ADMIN_TOKEN": "t"}, "--base-url or XPROMO_BASE_URL"},
+		{[]string{"--base-url", "ftp://x"}, map[string]string{"XPROMO_ADMIN_TOKEN": "t"}, "not an http(s) URL"},
+		{[]string{"--base-url", "http://x"}, nil, "--admin-token or XPROMO_ADMIN_TOKEN"},
+		{[]string{"--base-url", "http://x", "--admin-token", "t", "extra"}, nil, "unexpected argument"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), c.args, env(c.env), &stdout, &stderr)
+		assert.Equal(t, exitUsage, code, "%v", c.args)
+		assert.Contains(t, stderr.String(), c.want)
+	}
+}
