@@ -11,22 +11,16 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
 
-type clock struct{ ns atomic.Int64 }
+// start is where every test's clock starts.
+var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
-func service(s storage.Store, c *clock) *idempotency.Service {
+func service(s storage.Store, c *clocktest.Clock) *idempotency.Service {
 	return &idempotency.Service{Update: storage.Updater[idempotency.Tx](s), Now: c.Now}
 }
 
@@ -60,7 +54,7 @@ func wantCode(t *testing.T, err error, code string) {
 
 func TestClaimFinishReplay(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		c := newClock()
+		c := clocktest.New(start)
 		svc := service(s, c)
 		claim := mustClaim(t, svc, "app:a", "k1", fpA)
 
@@ -102,7 +96,7 @@ func TestClaimFinishReplay(t *testing.T) {
 // the database (or its backups).
 func TestStoredSealed(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		svc := service(s, newClock())
+		svc := service(s, clocktest.New(start))
 		claim := mustClaim(t, svc, "ip:192.0.2.1", "secret-key", fpA)
 		body := []byte(`{"api_key":"xp_test_0123456789"}`)
 		if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 201, Body: body}); err != nil {
@@ -133,7 +127,7 @@ func TestStoredSealed(t *testing.T) {
 
 func TestEmptyBodyIsStored(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		svc := service(s, newClock())
+		svc := service(s, clocktest.New(start))
 		claim := mustClaim(t, svc, "app:a", "k", fpA)
 		if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 204}); err != nil {
 			t.Fatal(err)
@@ -147,7 +141,7 @@ func TestEmptyBodyIsStored(t *testing.T) {
 
 func TestReleaseLetsTheRequestRunAgain(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		svc := service(s, newClock())
+		svc := service(s, clocktest.New(start))
 		claim := mustClaim(t, svc, "app:a", "k", fpA)
 		if err := svc.Release(ctx, claim); err != nil {
 			t.Fatal(err)
@@ -170,7 +164,7 @@ func TestReleaseLetsTheRequestRunAgain(t *testing.T) {
 // a retry takes the key over, and the old claim can no longer finish.
 func TestAbandonedClaimIsTakenOver(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		c := newClock()
+		c := clocktest.New(start)
 		svc := service(s, c)
 		old := mustClaim(t, svc, "app:a", "k", fpA)
 		c.Advance(idempotency.DefaultLease - time.Millisecond)
@@ -200,7 +194,7 @@ func TestAbandonedClaimIsTakenOver(t *testing.T) {
 // even carry another request.
 func TestExpiry(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		c := newClock()
+		c := clocktest.New(start)
 		svc := service(s, c)
 		claim := mustClaim(t, svc, "app:a", "k", fpA)
 		if _, err := svc.Finish(ctx, claim, idempotency.Response{Status: 201, Body: []byte("x")}); err != nil {
@@ -217,7 +211,7 @@ func TestExpiry(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		c := newClock()
+		c := clocktest.New(start)
 		svc := service(s, c)
 		for _, k := range []string{"a", "b", "c"} {
 			claim := mustClaim(t, svc, "app:a", k, fpA)
@@ -252,7 +246,7 @@ func TestPurge(t *testing.T) {
 // told it is in use.
 func TestConcurrentBegin(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		svc := service(s, newClock())
+		svc := service(s, clocktest.New(start))
 		var claims, inUse atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 20)

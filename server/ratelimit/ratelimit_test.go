@@ -11,29 +11,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ratelimit"
 )
 
-// clock is a settable test clock, safe for concurrent use.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+// start is where every test's clock starts.
+var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
 // each runs fn against every Limiter implementation, each on its own clock.
-func each(t *testing.T, fn func(t *testing.T, l ratelimit.Limiter, c *clock)) {
+func each(t *testing.T, fn func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock)) {
 	t.Run("memory", func(t *testing.T) {
-		c := newClock()
+		c := clocktest.New(start)
 		fn(t, ratelimit.NewMemory(c.Now), c)
 	})
 	t.Run("redis", func(t *testing.T) {
-		c := newClock()
+		c := clocktest.New(start)
 		fn(t, ratelimit.NewRedis(testRedis(t), "xpromo-test:"+ids.New("rl")+":", c.Now), c)
 	})
 }
@@ -68,7 +61,7 @@ func allow(t *testing.T, l ratelimit.Limiter, bucket string, p ratelimit.Policy)
 }
 
 func TestAllowUpToTheLimitThenDeny(t *testing.T) {
-	each(t, func(t *testing.T, l ratelimit.Limiter, c *clock) {
+	each(t, func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock) {
 		p := ratelimit.Policy{Name: "write", Limit: 3, Window: time.Minute}
 		for i := 1; i <= 3; i++ {
 			d := allow(t, l, "app:a", p)
@@ -90,7 +83,7 @@ func TestAllowUpToTheLimitThenDeny(t *testing.T) {
 }
 
 func TestWindowResets(t *testing.T) {
-	each(t, func(t *testing.T, l ratelimit.Limiter, c *clock) {
+	each(t, func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock) {
 		p := ratelimit.Policy{Name: "write", Limit: 2, Window: time.Minute}
 		allow(t, l, "ip:192.0.2.1", p)
 		allow(t, l, "ip:192.0.2.1", p)
@@ -112,7 +105,7 @@ func TestWindowResets(t *testing.T) {
 }
 
 func TestBucketsAndPoliciesAreSeparate(t *testing.T) {
-	each(t, func(t *testing.T, l ratelimit.Limiter, c *clock) {
+	each(t, func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock) {
 		read := ratelimit.Policy{Name: "read", Limit: 1, Window: time.Minute}
 		write := ratelimit.Policy{Name: "write", Limit: 1, Window: time.Minute}
 		for _, step := range []struct {
@@ -136,7 +129,7 @@ func TestBucketsAndPoliciesAreSeparate(t *testing.T) {
 }
 
 func TestZeroLimitRefusesEverything(t *testing.T) {
-	each(t, func(t *testing.T, l ratelimit.Limiter, c *clock) {
+	each(t, func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock) {
 		d := allow(t, l, "app:a", ratelimit.Policy{Name: "write", Limit: 0, Window: time.Minute})
 		if d.Allowed || d.Remaining != 0 || d.Reset != time.Minute {
 			t.Fatalf("%+v", d)
@@ -145,7 +138,7 @@ func TestZeroLimitRefusesEverything(t *testing.T) {
 }
 
 func TestInvalidPolicy(t *testing.T) {
-	each(t, func(t *testing.T, l ratelimit.Limiter, c *clock) {
+	each(t, func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock) {
 		for _, p := range []ratelimit.Policy{
 			{Name: "", Limit: 1, Window: time.Minute},
 			{Name: "x", Limit: -1, Window: time.Minute},
@@ -161,7 +154,7 @@ func TestInvalidPolicy(t *testing.T) {
 // Many goroutines at once: exactly Limit are allowed per window, whatever the
 // interleaving; the next window allows Limit again.
 func TestConcurrentRequestsAllowExactlyTheLimit(t *testing.T) {
-	each(t, func(t *testing.T, l ratelimit.Limiter, c *clock) {
+	each(t, func(t *testing.T, l ratelimit.Limiter, c *clocktest.Clock) {
 		p := ratelimit.Policy{Name: "write", Limit: 25, Window: time.Minute}
 		for window := range 2 {
 			var allowed atomic.Int64
@@ -195,7 +188,7 @@ func TestConcurrentRequestsAllowExactlyTheLimit(t *testing.T) {
 // Closed windows are dropped, so memory holds only the recently active
 // buckets however many callers came by.
 func TestMemorySweepsClosedWindows(t *testing.T) {
-	c := newClock()
+	c := clocktest.New(start)
 	m := ratelimit.NewMemory(c.Now)
 	p := ratelimit.Policy{Name: "read", Limit: 5, Window: time.Minute}
 	for i := range 1000 {
@@ -224,7 +217,7 @@ func TestMemorySweepsClosedWindows(t *testing.T) {
 // the same keys, and windows expire in Redis.
 func TestRedisIsSharedAcrossInstances(t *testing.T) {
 	rdb := testRedis(t)
-	c := newClock()
+	c := clocktest.New(start)
 	prefix := "xpromo-test:" + ids.New("rl") + ":"
 	a := ratelimit.NewRedis(rdb, prefix, c.Now)
 	b := ratelimit.NewRedis(testRedis(t), prefix, c.Now)
