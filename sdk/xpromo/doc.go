@@ -68,7 +68,33 @@
 // Client.With derives a client with other credentials sharing the same
 // connections.
 //
+// # Attribution
+//
+// An app team registers its SDK keys (RegisterSDKKey, ListSDKKeys,
+// RevokeSDKKey) and reads the event chains its ledger lines name (GetChain)
+// with its API key. The SDK inside the app speaks the protocol of
+// docs/protocol.md with SDKFill, SDKClick, SDKInstall and SDKHeartbeat:
+// these never send a credential, even from a client that holds one, since
+// what they assert is signed with the app's SDK key (package attribution).
+// sdk/slots is the SDK built on them. Operators and black-box tests move a
+// test-mode server's clock and settle what is due with AdminGetClock,
+// AdminAdvanceClock and AdminSweep:
+//
+//	fill, err := c.SDKFill(ctx, &xpromo.FillRequest{
+//		AppID: pubID, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac,
+//	})
+//	// fill.Filled false is no fill (fill.NoFillReason), not an error.
+//	tok, err := attribution.SignClick(key.Private, key.ID, attribution.NewClickClaims(*fill.Offer, now))
+//	click, err := c.SDKClick(ctx, &xpromo.ClickRequest{Token: tok})
+//	…
+//	_, err = admin.AdminAdvanceClock(ctx, 48*time.Hour)
+//	swept, err := admin.AdminSweep(ctx)
+//
+// # Wire types
+//
 // The package also holds the wire types of the API (types.go, enums.go,
-// errors.go), shared with the server, the MCP server, the CLI and the
-// conformance suite.
+// errors.go, sdkwire.go), shared with the server, the MCP server, the CLI
+// and the conformance suite. Client.Do calls an endpoint this version of
+// the client does not wrap yet, with the same credentials, retries and
+// errors.
 package xpromo
