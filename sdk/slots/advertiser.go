@@ -178,16 +178,16 @@ func (a *Agent) Heartbeat(ctx context.Context) error {
 // request: the next seq (saved before sending, so numbers only grow) and
 // ts = now. Each attempt is a new message, so it gets its own
 // idempotency key.
-func (a *Agent) signHeartbeat(e Event) (json.RawMessage, string, error) {
+func (a *Agent) signHeartbeat(e Event) (xpromo.HeartbeatRequest, string, error) {
 	var in heartbeatIntent
 	if err := json.Unmarshal(e.Body, &in); err != nil {
-		return nil, "", Permanent(fmt.Errorf("slots: heartbeat event: %w", err))
+		return xpromo.HeartbeatRequest{}, "", Permanent(fmt.Errorf("slots: heartbeat event: %w", err))
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.install
 	if !s.Active() || s.TokenHash != in.TokenHash {
-		return nil, "", Permanent(ErrNoChain)
+		return xpromo.HeartbeatRequest{}, "", Permanent(ErrNoChain)
 	}
 	now := a.now()
 	s.HeartbeatSeq++
@@ -195,17 +195,13 @@ func (a *Agent) signHeartbeat(e Event) (json.RawMessage, string, error) {
 		AppID: a.cfg.AppID, DeviceID: a.deviceID, TokenHash: s.TokenHash, Seq: s.HeartbeatSeq, SentAt: now.Unix(),
 	})
 	if err != nil {
-		return nil, "", Permanent(err)
+		return xpromo.HeartbeatRequest{}, "", Permanent(err)
 	}
 	if err := saveInstallState(a.cfg.DataDir, s); err != nil {
-		return nil, "", err // retried later; the seq was not used
+		return xpromo.HeartbeatRequest{}, "", err // retried later; the seq was not used
 	}
 	a.install = s
-	body, err := json.Marshal(xpromo.HeartbeatRequest{Heartbeat: hb})
-	if err != nil {
-		return nil, "", Permanent(err)
-	}
-	return body, fmt.Sprintf("%s_%d", e.IdempotencyKey, s.HeartbeatSeq), nil
+	return xpromo.HeartbeatRequest{Heartbeat: hb}, fmt.Sprintf("%s_%d", e.IdempotencyKey, s.HeartbeatSeq), nil
 }
 
 // recordHeartbeatAnswer stores the chain state a heartbeat answer carries.

@@ -17,9 +17,9 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
-// SDK endpoint paths.
+// The Event.Path of each kind of queued event, kept in the journal. The
+// events are sent by kind (Agent.send), with the client's SDK* methods.
 const (
-	pathFill      = "/v1/sdk/fill"
 	pathClick     = "/v1/sdk/click"
 	pathInstall   = "/v1/sdk/install"
 	pathHeartbeat = "/v1/sdk/heartbeat"
@@ -70,8 +70,9 @@ type Config struct {
 
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Client talks to the server. Default: xpromo.NewClient(BaseURL) with
-	// no API key.
+	// Client talks to the server, through its SDK* methods, which send no
+	// credential even when the client holds one. Default:
+	// xpromo.NewClient(BaseURL).
 	Client *xpromo.Client
 	// HeartbeatEvery is Run's heartbeat period; default DefaultHeartbeatEvery.
 	HeartbeatEvery time.Duration
@@ -289,18 +290,63 @@ func (a *Agent) flushSoon(ctx context.Context) {
 	}
 }
 
-// send delivers one queued event (the queue's Sender).
+// send delivers one queued event (the queue's Sender) with the event's
+// idempotency key, and returns the server's answer for onDone.
 func (a *Agent) send(ctx context.Context, e Event) (json.RawMessage, error) {
-	body, key := e.Body, e.IdempotencyKey
-	if e.Kind == EventHeartbeat {
-		var err error
-		if body, key, err = a.signHeartbeat(e); err != nil {
+	var meta xpromo.Response
+	opts := func(key string) []xpromo.CallOption {
+		return []xpromo.CallOption{xpromo.WithIdempotencyKey(key), xpromo.WithResponse(&meta)}
+	}
+	var (
+		out any
+		err error
+	)
+	switch e.Kind {
+	case EventClick:
+		var req xpromo.ClickRequest
+		if err := decodeEvent(e, &req); err != nil {
 			return nil, err
 		}
+		out, err = a.client.SDKClick(ctx, &req, opts(e.IdempotencyKey)...)
+	case EventInstall:
+		var req xpromo.InstallRequest
+		if err := decodeEvent(e, &req); err != nil {
+			return nil, err
+		}
+		out, err = a.client.SDKInstall(ctx, &req, opts(e.IdempotencyKey)...)
+	case EventHeartbeat:
+		req, key, serr := a.signHeartbeat(e)
+		if serr != nil {
+			return nil, serr
+		}
+		out, err = a.client.SDKHeartbeat(ctx, &req, opts(key)...)
+	default:
+		return nil, Permanent(fmt.Errorf("slots: event %d has unknown kind %q", e.Seq, e.Kind))
 	}
-	var out json.RawMessage
-	err := a.client.Do(ctx, "POST", e.Path, body, &out, xpromo.WithIdempotencyKey(key))
-	return out, err
+	if err != nil {
+		if meta.StatusCode >= 200 && meta.StatusCode < 300 {
+			// The server accepted the event but its answer does not
+			// decode: the event is delivered (resending it would only
+			// replay the same answer), and onDone finds no answer.
+			a.log.Warn("xpromo: unreadable answer to a delivered event", "kind", e.Kind, "error", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	resp, err := json.Marshal(out)
+	if err != nil {
+		return nil, Permanent(err)
+	}
+	return resp, nil
+}
+
+// decodeEvent reads a queued event's body; one that does not decode can
+// never be sent, and leaves the queue.
+func decodeEvent(e Event, v any) error {
+	if err := json.Unmarshal(e.Body, v); err != nil {
+		return Permanent(fmt.Errorf("slots: %s event %d: %w", e.Kind, e.Seq, err))
+	}
+	return nil
 }
 
 // onDone records the server's answer to an event (the queue's OnDone).

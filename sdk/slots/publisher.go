@@ -120,9 +120,10 @@ func (a *Agent) Fill(ctx context.Context, slot xpromo.Slot) (*Placement, error) 
 	if !slot.Valid() {
 		return nil, fmt.Errorf("slots: unknown slot %q", slot)
 	}
-	req := xpromo.FillRequest{AppID: a.cfg.AppID, Slot: slot, Platform: a.cfg.Platform, DeviceID: a.deviceID, Locale: a.cfg.Locale}
-	var resp xpromo.FillResponse
-	if err := a.client.Do(ctx, "POST", pathFill, &req, &resp); err != nil {
+	resp, err := a.client.SDKFill(ctx, &xpromo.FillRequest{
+		AppID: a.cfg.AppID, Slot: slot, Platform: a.cfg.Platform, DeviceID: a.deviceID, Locale: a.cfg.Locale,
+	})
+	if err != nil {
 		return nil, err
 	}
 	if !resp.Filled {
@@ -132,7 +133,7 @@ func (a *Agent) Fill(ctx context.Context, slot xpromo.Slot) (*Placement, error) 
 		}
 		return nil, &NoFillError{Reason: reason}
 	}
-	return a.placement(slot, resp)
+	return a.placement(slot, *resp)
 }
 
 // placement checks a filled answer before anything is shown: an offer for

@@ -209,7 +209,7 @@ func decodeStrict(body []byte, v any) error {
 func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 	fraud := func(err error) { writeJSON(w, 422, apiError(attribution.Code(err))) }
 	switch path {
-	case pathFill:
+	case "/v1/sdk/fill":
 		var req xpromo.FillRequest
 		if err := decodeStrict(body, &req); err != nil || req.AppID != "app_pub" || !req.Slot.Valid() || !req.Platform.Valid() {
 			s.t.Errorf("bad fill request %s (%v)", body, err)
