@@ -28,7 +28,6 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ledger"
-	"github.com/xpromo/xpromo/server/market"
 )
 
 // State is the state of a chain.
@@ -169,10 +168,13 @@ type FillCount struct {
 	Count           int64
 }
 
-// Due is a chain the sweep has claimed, with what settling it needs.
+// Due is a chain the sweep has claimed, with what settling it needs: the
+// publisher's earn mode, and the advertiser's status (the go-live rule only
+// concerns approved and throttled apps).
 type Due struct {
 	Chain
 	PublisherEarnMode ledger.EarnMode
+	AdvertiserStatus  xpromo.AppStatus
 }
 
 // ChainStats are the chain aggregates of one advertiser app over a period
@@ -200,7 +202,6 @@ type NetworkStats struct {
 type Tx interface {
 	ledger.Tx
 	GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error)
-	CampaignByID(ctx context.Context, id string) (market.Campaign, bool, error)
 
 	// InsertSDKKey stores a new key; a kid stored before makes it fail
 	// with an error wrapping ledger.ErrConflict.
@@ -228,20 +229,20 @@ type Tx interface {
 	// claim, install, activation, resolution, heartbeat, updated_at).
 	UpdateChains(ctx context.Context, cs []Chain) error
 
-	// LockCampaign locks a campaign row until the transaction ends, so that
-	// concurrent install claims of one campaign check its budget in turn.
-	LockCampaign(ctx context.Context, id string) error
+	// CampaignForUpdate returns a campaign's app and daily budget, its row
+	// locked until the transaction ends, so that concurrent install claims
+	// of one campaign check its budget in turn.
+	CampaignForUpdate(ctx context.Context, id string) (c CampaignBudget, found bool, err error)
 	// CampaignSpend sums the prices of the campaign's chains installed in
 	// [from, to) and not refunded or rejected.
 	CampaignSpend(ctx context.Context, campaignID string, from, to time.Time) (int64, error)
 	// SpendByCampaign is CampaignSpend for every campaign with any spend.
 	SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error)
-	// DeviceInstalled reports whether the device has an accepted install
-	// (installed_at set) of the advertiser's app.
-	DeviceInstalled(ctx context.Context, advertiserAppID, deviceID string) (bool, error)
-	// RecentInstalls counts accepted installs by device id since
-	// deviceSince and by install IP since ipSince.
-	RecentInstalls(ctx context.Context, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (byDevice, byIP int64, err error)
+	// InstallHistory reads, in one query, what the device and velocity
+	// rules need: whether the device has an accepted install (installed_at
+	// set) of the advertiser's app, and the accepted installs by device
+	// since deviceSince and by install address since ipSince.
+	InstallHistory(ctx context.Context, advertiserAppID, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (InstallHistory, error)
 
 	// DueChains claims up to limit chains due for settlement at now:
 	// activated_48h ones, and installed ones whose window closed
@@ -258,6 +259,19 @@ type Tx interface {
 	AppChainStats(ctx context.Context, appID string, from, to time.Time) (ChainStats, error)
 	// NetworkChainStats aggregates every chain in [from, to].
 	NetworkChainStats(ctx context.Context, from, to time.Time) (NetworkStats, error)
+}
+
+// CampaignBudget is what an install claim reads of its campaign.
+type CampaignBudget struct {
+	AppID            string
+	DailyBudgetCents int64
+}
+
+// InstallHistory is what the device and velocity rules know of a device
+// and an address.
+type InstallHistory struct {
+	DeviceHasApp   bool  // the device has an accepted install of the advertiser's app
+	ByDevice, ByIP int64 // accepted installs in the rules' windows
 }
 
 // Txer runs fn in a transaction (storage.Updater / storage.Viewer).

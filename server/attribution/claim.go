@@ -11,6 +11,7 @@ import (
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
 )
@@ -57,7 +58,7 @@ func chainFromClick(c *token.Click, now time.Time) Chain {
 		ID: ids.New("ch"), Nonce: o.Nonce, State: StateClicked,
 		CampaignID: o.CampaignID, PublisherAppID: o.Publisher, AdvertiserAppID: o.Advertiser,
 		Category: o.Category, Platform: xpromo.Platform(o.Platform), PriceCents: o.PriceCents,
-		OfferedAt: c.Claims.Offer.Expires().Add(-token.OfferTTL), ClickedAt: c.Claims.IssuedTime(), ExpiresAt: c.Claims.ExpiresTime(),
+		OfferedAt: unixTime(o.OfferedAt), ClickedAt: c.Claims.IssuedTime(), ExpiresAt: c.Claims.ExpiresTime(),
 		ClickToken: c.Raw, TokenHash: c.Hash(), PublisherKID: c.Header.Kid,
 		CreatedAt: now, UpdatedAt: now,
 	}
@@ -245,7 +246,21 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 		return Chain{}, false, s.refuse(ctx, *ref)
 	}
 
-	// The claim is authentic. Everything below happens in one transaction.
+	// The claim is authentic. The two apps, from the cache (read before the
+	// transaction: it must not wait for a second connection while holding
+	// locks): the self-promotion rule compares their bundle ids, and the
+	// first-trade rule only concerns apps still approved.
+	pub, _, err := s.app(ctx, click.Claims.Publisher)
+	if err != nil {
+		return Chain{}, false, err
+	}
+	adv, _, err := s.app(ctx, click.Claims.Advertiser)
+	if err != nil {
+		return Chain{}, false, err
+	}
+	firstTrade := pub.Status == xpromo.AppStatusApproved || adv.Status == xpromo.AppStatusApproved
+
+	// Everything below happens in one transaction.
 	var outcome *apperr.Error
 	var refusedID string
 	var traded bool
@@ -281,7 +296,7 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 			asn, _ := s.IPs.Classify(c.IP)
 			ch.InstallASN = int64(asn)
 		}
-		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, now, rules)
+		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, pub, adv, now, rules)
 		if err != nil {
 			return err
 		}
@@ -309,6 +324,9 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 		// The first trade moves approved apps to throttled. The app rows are
 		// locked after the accounts (as the sweep does) and in id order, so
 		// claims and sweeps cannot deadlock on them.
+		if !firstTrade {
+			return nil
+		}
 		a, b := ch.AdvertiserAppID, ch.PublisherAppID
 		if b < a {
 			a, b = b, a
@@ -375,21 +393,13 @@ func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now 
 
 // fraudCheck runs the fraud rules that need the server's state, in order,
 // and returns the first that fails (code "" when none does).
-func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token.Click, in *token.Install, ip netip.Addr, now time.Time, rules Rules) (code, msg string, err error) {
+func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token.Click, in *token.Install, ip netip.Addr, pub, adv apps.App, now time.Time, rules Rules) (code, msg string, err error) {
 	// Self promotion: the offer's two apps are one (the auction never pairs
 	// them, so only a forged or stale offer can), or share a bundle id.
 	if ch.PublisherAppID == ch.AdvertiserAppID {
 		return FraudSelfPromotion, "the publisher and the advertiser are the same app", nil
 	}
-	pub, pubOK, err := tx.GetApp(ctx, ch.PublisherAppID, false)
-	if err != nil {
-		return "", "", err
-	}
-	adv, advOK, err := tx.GetApp(ctx, ch.AdvertiserAppID, false)
-	if err != nil {
-		return "", "", err
-	}
-	if pubOK && advOK && strings.EqualFold(pub.BundleID, adv.BundleID) {
+	if pub.ID != "" && adv.ID != "" && strings.EqualFold(pub.BundleID, adv.BundleID) {
 		return FraudSelfPromotion, "the publisher and the advertiser share the bundle id " + adv.BundleID, nil
 	}
 	// Datacenter: the claim's address, or the click's when it was reported.
@@ -413,22 +423,18 @@ func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token
 	if ctit := in.CTIT(click); ctit < rules.MinCTIT {
 		return FraudCTITTooShort, fmt.Sprintf("the install was claimed %s after the click; at least %s is expected", ctit, rules.MinCTIT), nil
 	}
-	reused, err := tx.DeviceInstalled(ctx, ch.AdvertiserAppID, ch.DeviceID)
+	h, err := tx.InstallHistory(ctx, ch.AdvertiserAppID, ch.DeviceID, now.Add(-rules.DeviceWindow), ch.InstallIP, now.Add(-rules.IPWindow))
 	if err != nil {
 		return "", "", err
 	}
-	if reused {
+	if h.DeviceHasApp {
 		return FraudDeviceReused, "this device already claimed an install of app " + ch.AdvertiserAppID, nil
 	}
-	byDevice, byIP, err := tx.RecentInstalls(ctx, ch.DeviceID, now.Add(-rules.DeviceWindow), ch.InstallIP, now.Add(-rules.IPWindow))
-	if err != nil {
-		return "", "", err
+	if h.ByDevice >= int64(rules.DeviceInstalls) {
+		return FraudInstallVelocity, fmt.Sprintf("this device had %d installs accepted in the last %s (limit %d)", h.ByDevice, rules.DeviceWindow, rules.DeviceInstalls), nil
 	}
-	if byDevice >= int64(rules.DeviceInstalls) {
-		return FraudInstallVelocity, fmt.Sprintf("this device had %d installs accepted in the last %s (limit %d)", byDevice, rules.DeviceWindow, rules.DeviceInstalls), nil
-	}
-	if ch.InstallIP != "" && byIP >= int64(rules.IPInstalls) {
-		return FraudInstallVelocity, fmt.Sprintf("address %s had %d installs accepted in the last %s (limit %d)", ch.InstallIP, byIP, rules.IPWindow, rules.IPInstalls), nil
+	if ch.InstallIP != "" && h.ByIP >= int64(rules.IPInstalls) {
+		return FraudInstallVelocity, fmt.Sprintf("address %s had %d installs accepted in the last %s (limit %d)", ch.InstallIP, h.ByIP, rules.IPWindow, rules.IPInstalls), nil
 	}
 	return "", "", nil
 }
@@ -437,18 +443,17 @@ func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token
 // in tx. It returns a rejection code (budget_exhausted, insufficient_funds)
 // when the install cannot be bought.
 func (s *Service) hold(ctx context.Context, tx Tx, ch *Chain, now time.Time) (code, msg string, err error) {
-	if err := tx.LockCampaign(ctx, ch.CampaignID); err != nil {
-		return "", "", err
-	}
-	cmp, found, err := tx.CampaignByID(ctx, ch.CampaignID)
+	cmp, found, err := tx.CampaignForUpdate(ctx, ch.CampaignID)
 	if err != nil {
 		return "", "", err
 	}
 	if !found || cmp.AppID != ch.AdvertiserAppID {
 		return "", "", fmt.Errorf("attribution: campaign %s of a MAC-verified offer is not the advertiser's", ch.CampaignID)
 	}
+	// Read after the lock: under READ COMMITTED this statement sees every
+	// claim of the campaign committed before it.
 	today := day(now)
-	spent, err := tx.CampaignSpend(ctx, cmp.ID, today, today.Add(24*time.Hour))
+	spent, err := tx.CampaignSpend(ctx, ch.CampaignID, today, today.Add(24*time.Hour))
 	if err != nil {
 		return "", "", err
 	}

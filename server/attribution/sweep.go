@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/ledger"
 )
 
@@ -108,7 +109,10 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 				res.Refunded++
 				refunds = append(refunds, c)
 			}
-			if prev == StateActivated && !slices.Contains(advertisers, c.AdvertiserAppID) {
+			// The go-live rule changes nothing for apps already live (or
+			// suspended): skip its queries for them.
+			trading := d.AdvertiserStatus == xpromo.AppStatusApproved || d.AdvertiserStatus == xpromo.AppStatusThrottled
+			if prev == StateActivated && trading && !slices.Contains(advertisers, c.AdvertiserAppID) {
 				advertisers = append(advertisers, c.AdvertiserAppID)
 			}
 			c.ResolvedAt, c.UpdatedAt = now, now

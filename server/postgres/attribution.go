@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -218,11 +219,15 @@ func (t *tx) UpdateChains(ctx context.Context, cs []attribution.Chain) error {
 	return nil
 }
 
-// LockCampaign locks the campaign's row: install claims of one campaign
-// check its daily budget one after the other.
-func (t *tx) LockCampaign(ctx context.Context, id string) error {
-	_, err := t.exec(ctx, `SELECT 1 FROM campaigns WHERE id = $1 FOR UPDATE`, id)
-	return wrap(err, "locking a campaign")
+// CampaignForUpdate locks the campaign's row: install claims of one
+// campaign check its daily budget one after the other.
+func (t *tx) CampaignForUpdate(ctx context.Context, id string) (attribution.CampaignBudget, bool, error) {
+	var c attribution.CampaignBudget
+	err := t.queryRow(ctx, `SELECT app_id, daily_budget_cents FROM campaigns WHERE id = $1 FOR UPDATE`, []any{id}, &c.AppID, &c.DailyBudgetCents)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, wrap(err, "locking a campaign")
 }
 
 // spendStates are the states whose price counts in a day's spend.
@@ -250,20 +255,14 @@ WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY camp
 	return out, wrap(err, "summing spend by campaign")
 }
 
-func (t *tx) DeviceInstalled(ctx context.Context, advertiserAppID, deviceID string) (bool, error) {
-	var found bool
-	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chains WHERE advertiser_app_id = $1 AND device_id = $2 AND installed_at IS NOT NULL)`,
-		[]any{advertiserAppID, deviceID}, &found)
-	return found, wrap(err, "looking up a device's installs")
-}
-
-func (t *tx) RecentInstalls(ctx context.Context, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (int64, int64, error) {
-	var byDevice, byIP int64
+func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (attribution.InstallHistory, error) {
+	var h attribution.InstallHistory
 	err := t.queryRow(ctx, `SELECT
-  (SELECT count(*) FROM chains WHERE device_id = $1 AND installed_at >= $2),
-  (SELECT count(*) FROM chains WHERE $3 <> '' AND install_ip = $3 AND installed_at >= $4)`,
-		[]any{deviceID, deviceSince, ip, ipSince}, &byDevice, &byIP)
-	return byDevice, byIP, wrap(err, "counting recent installs")
+  EXISTS (SELECT 1 FROM chains WHERE advertiser_app_id = $1 AND device_id = $2 AND installed_at IS NOT NULL),
+  (SELECT count(*) FROM chains WHERE device_id = $2 AND installed_at >= $3),
+  (SELECT count(*) FROM chains WHERE $4 <> '' AND install_ip = $4 AND installed_at >= $5)`,
+		[]any{advertiserAppID, deviceID, deviceSince, ip, ipSince}, &h.DeviceHasApp, &h.ByDevice, &h.ByIP)
+	return h, wrap(err, "reading a device's installs")
 }
 
 // DueChains claims due chains with FOR UPDATE SKIP LOCKED: rows another
@@ -278,16 +277,16 @@ func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) (
 ), closed AS (
   SELECT id FROM chains WHERE state = 'installed' AND installed_at <= $2 ORDER BY installed_at LIMIT $1 FOR UPDATE SKIP LOCKED
 )
-SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash')
-FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id
+SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
+FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id LEFT JOIN apps v ON v.id = c.advertiser_app_id
 WHERE c.id IN (SELECT id FROM activated UNION ALL SELECT id FROM closed)
 ORDER BY c.id`, []any{limit, closedBefore}, func(rows pgx.Rows) error {
-		var mode string
-		c, err := scanChain(rows, &mode)
+		var mode, status string
+		c, err := scanChain(rows, &mode, &status)
 		if err != nil {
 			return err
 		}
-		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode)})
+		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode), AdvertiserStatus: xpromo.AppStatus(status)})
 		return nil
 	})
 	return out, wrap(err, "claiming due chains")

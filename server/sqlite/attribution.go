@@ -179,8 +179,16 @@ last_heartbeat_at = ?, updated_at = ? WHERE id = ?`)
 	return nil
 }
 
-// LockCampaign needs no lock: the write transaction is the only writer.
-func (t *tx) LockCampaign(context.Context, string) error { return nil }
+// CampaignForUpdate needs no row lock: the write transaction is the only
+// writer.
+func (t *tx) CampaignForUpdate(ctx context.Context, id string) (attribution.CampaignBudget, bool, error) {
+	var c attribution.CampaignBudget
+	err := t.tx.QueryRowContext(ctx, `SELECT app_id, daily_budget_cents FROM campaigns WHERE id = ?`, id).Scan(&c.AppID, &c.DailyBudgetCents)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, wrap(err)
+}
 
 // spendStates are the states whose price counts in a day's spend.
 const spendStates = `state IN ('installed', 'activated_48h', 'cleared')`
@@ -211,28 +219,19 @@ WHERE installed_at >= ? AND installed_at < ? AND `+spendStates+` GROUP BY campai
 	return out, wrap(rows.Err())
 }
 
-func (t *tx) DeviceInstalled(ctx context.Context, advertiserAppID, deviceID string) (bool, error) {
-	var one int
-	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM chains WHERE advertiser_app_id = ? AND device_id = ? AND installed_at > 0 LIMIT 1`,
-		advertiserAppID, deviceID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, wrap(err)
-}
-
-func (t *tx) RecentInstalls(ctx context.Context, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (int64, int64, error) {
-	var byDevice, byIP int64
+func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (attribution.InstallHistory, error) {
+	var h attribution.InstallHistory
 	err := t.tx.QueryRowContext(ctx, `SELECT
+  EXISTS (SELECT 1 FROM chains WHERE advertiser_app_id = ? AND device_id = ? AND installed_at > 0),
   (SELECT count(*) FROM chains WHERE device_id = ? AND installed_at > 0 AND installed_at >= ?),
   (SELECT count(*) FROM chains WHERE ? <> '' AND install_ip = ? AND installed_at > 0 AND installed_at >= ?)`,
-		deviceID, micros(deviceSince), ip, ip, micros(ipSince)).Scan(&byDevice, &byIP)
-	return byDevice, byIP, wrap(err)
+		advertiserAppID, deviceID, deviceID, micros(deviceSince), ip, ip, micros(ipSince)).Scan(&h.DeviceHasApp, &h.ByDevice, &h.ByIP)
+	return h, wrap(err)
 }
 
 func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]attribution.Due, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash')
-FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
+FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id LEFT JOIN apps v ON v.id = c.advertiser_app_id
 WHERE c.id IN (
   SELECT id FROM (SELECT id FROM chains WHERE state = 'activated_48h' ORDER BY activated_at LIMIT ?)
   UNION ALL
@@ -244,12 +243,12 @@ ORDER BY c.id LIMIT ?`, limit, micros(closedBefore), limit, limit)
 	defer rows.Close()
 	var out []attribution.Due
 	for rows.Next() {
-		var mode string
-		c, err := scanChain(rows, &mode)
+		var mode, status string
+		c, err := scanChain(rows, &mode, &status)
 		if err != nil {
 			return nil, wrap(err)
 		}
-		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode)})
+		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode), AdvertiserStatus: xpromo.AppStatus(status)})
 	}
 	return out, wrap(rows.Err())
 }
