@@ -73,11 +73,11 @@ func (n narrator) say(who, format string, args ...any) {
 func playStory(ctx context.Context, cfg config) (*outcome, error) {
 	n := narrator{cfg.Out}
 	base := xpromo.NewClient(cfg.BaseURL, xpromo.WithUserAgent("xpromo-desktop-app"))
-	op := operator{client: base.With(xpromo.WithAdminToken(cfg.AdminToken)), token: cfg.AdminToken}
+	op := base.With(xpromo.WithAdminToken(cfg.AdminToken)) // the operator: approvals, the test clock, the sweep
 	clock := &deviceClock{}
 	sdkLog := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	state, err := op.clock(ctx)
+	state, err := op.AdminGetClock(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the server's test clock (GET /v1/admin/clock) with the admin token: %w", err)
 	}
@@ -123,7 +123,7 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 		n.say(a.app.Role, "registered %q as %s%s (status %s; API key %s…)", a.app.Name, r.AppID, detail, r.Status, prefix(r.APIKey, 12))
 	}
 	for _, a := range []*app{pub, adv} {
-		got, err := op.client.AdminApproveApp(ctx, a.ID, "demo: vetted by the operator")
+		got, err := op.AdminApproveApp(ctx, a.ID, "demo: vetted by the operator")
 		if err != nil {
 			return nil, fmt.Errorf("approving %s (POST /v1/admin/apps/%s/approve): %w", a.Name, a.ID, err)
 		}
@@ -179,9 +179,11 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 		if a.Key, err = attribution.GenerateKey(nil); err != nil {
 			return nil, err
 		}
-		if a.Registered, err = registerSDKKey(ctx, a.client, a.ID, a.Key); err != nil {
+		key, err := a.client.RegisterSDKKey(ctx, a.ID, &xpromo.RegisterSDKKeyRequest{PublicKey: attribution.EncodePublicKey(a.Key.Public)})
+		if err != nil {
 			return nil, fmt.Errorf("registering %s's SDK key: %w", a.Name, err)
 		}
+		a.Registered = *key
 		n.say(a.Role, "Ed25519 SDK key %s registered for %s (the private half ships in the app)", a.Registered.KeyID, a.Name)
 	}
 
@@ -317,8 +319,8 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 }
 
 // advance moves the server's test clock by d and the device's with it.
-func advance(ctx context.Context, n narrator, op operator, clock *deviceClock, d time.Duration, why string) error {
-	state, err := op.advance(ctx, d)
+func advance(ctx context.Context, n narrator, op *xpromo.Client, clock *deviceClock, d time.Duration, why string) error {
+	state, err := op.AdminAdvanceClock(ctx, d)
 	if err != nil {
 		return fmt.Errorf("advancing the test clock by %s (POST /v1/admin/clock/advance): %w", d, err)
 	}
@@ -348,13 +350,13 @@ func heartbeat(ctx context.Context, sdk *slots.Agent, want xpromo.ChainState) er
 // waitCleared runs the clearing sweep and waits until the chain is
 // cleared. The server sweeps in the background too; a server without the
 // admin trigger is waited for.
-func waitCleared(ctx context.Context, n narrator, op operator, reader *app, chainID string) (xpromo.Chain, error) {
+func waitCleared(ctx context.Context, n narrator, op *xpromo.Client, reader *app, chainID string) (xpromo.Chain, error) {
 	ctx, cancel := context.WithTimeout(ctx, clearTimeout)
 	defer cancel()
 	trigger := true
 	for {
 		if trigger {
-			r, err := op.sweep(ctx)
+			r, err := op.AdminSweep(ctx)
 			switch {
 			case xpromo.IsCode(err, xpromo.CodeNotFound):
 				trigger = false
@@ -365,24 +367,24 @@ func waitCleared(ctx context.Context, n narrator, op operator, reader *app, chai
 				n.say("operator", "clearing sweep: %d cleared, %d refunded, %d failed", r.Cleared, r.Refunded, r.Failed)
 			}
 		}
-		c, err := getChain(ctx, reader.client, chainID)
+		c, err := reader.client.GetChain(ctx, chainID)
 		if err != nil {
 			return xpromo.Chain{}, fmt.Errorf("reading chain %s: %w", chainID, err)
 		}
 		switch c.State {
 		case xpromo.ChainCleared:
 			n.say("server", "chain %s is cleared: the advertiser is charged, the publisher paid", chainID)
-			return c, nil
+			return *c, nil
 		case xpromo.ChainRefunded, xpromo.ChainRejected:
 			reason := ""
 			if c.Reason != nil {
 				reason = " (" + string(*c.Reason) + ")"
 			}
-			return c, fmt.Errorf("chain %s ended %s%s, not cleared", chainID, c.State, reason)
+			return *c, fmt.Errorf("chain %s ended %s%s, not cleared", chainID, c.State, reason)
 		}
 		select {
 		case <-ctx.Done():
-			return c, fmt.Errorf("chain %s is still %s after %s", chainID, c.State, clearTimeout)
+			return *c, fmt.Errorf("chain %s is still %s after %s", chainID, c.State, clearTimeout)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
