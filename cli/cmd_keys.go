@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
-	"net/url"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -130,9 +128,7 @@ of "xpromo keys sdk new" (only the public key is sent) or given as --public-key
 			if err != nil {
 				return err
 			}
-			var key xpromo.SDKKey
-			err = c.Do(cmd.Context(), http.MethodPost, "/v1/apps/"+url.PathEscape(appID)+"/sdk-keys",
-				xpromo.RegisterSDKKeyRequest{PublicKey: attribution.EncodePublicKey(pub)}, &key)
+			key, err := c.RegisterSDKKey(cmd.Context(), appID, &xpromo.RegisterSDKKeyRequest{PublicKey: attribution.EncodePublicKey(pub)})
 			if err != nil {
 				return err
 			}
@@ -142,7 +138,7 @@ of "xpromo keys sdk new" (only the public key is sent) or given as --public-key
 			if r.g.json {
 				return r.writeRaw()
 			}
-			return printSDKKeys(r, []xpromo.SDKKey{key})
+			return printSDKKeys(r, []xpromo.SDKKey{*key})
 		},
 	}
 	r.addAppIDFlag(cmd)
@@ -161,8 +157,8 @@ func (r *runner) keysSDKListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var list xpromo.SDKKeyList
-			if err := c.Do(cmd.Context(), http.MethodGet, "/v1/apps/"+url.PathEscape(appID)+"/sdk-keys", nil, &list); err != nil {
+			list, err := c.ListSDKKeys(cmd.Context(), appID)
+			if err != nil {
 				return err
 			}
 			if r.g.json {
@@ -185,15 +181,14 @@ func (r *runner) keysSDKRevokeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var key xpromo.SDKKey
-			path := "/v1/apps/" + url.PathEscape(appID) + "/sdk-keys/" + url.PathEscape(args[0]) + "/revoke"
-			if err := c.Do(cmd.Context(), http.MethodPost, path, nil, &key); err != nil {
+			key, err := c.RevokeSDKKey(cmd.Context(), appID, args[0])
+			if err != nil {
 				return err
 			}
 			if r.g.json {
 				return r.writeRaw()
 			}
-			return printSDKKeys(r, []xpromo.SDKKey{key})
+			return printSDKKeys(r, []xpromo.SDKKey{*key})
 		},
 	}
 	r.addAppIDFlag(cmd)
