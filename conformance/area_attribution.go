@@ -27,20 +27,20 @@ func attributionChecks() []Check {
 func checkSDKKeys(c *C) {
 	a := c.WithSDKKey(c.NewApp())
 	ctx := c.Ctx()
-	var list xpromo.SDKKeyList
-	c.NoError(a.Client.Do(ctx, http.MethodGet, "/v1/apps/"+a.ID+"/sdk-keys", nil, &list), "listing SDK keys")
+	list, err := a.Client.ListSDKKeys(ctx, a.ID)
+	c.NoError(err, "listing SDK keys")
 	if len(list.Keys) != 1 || list.Keys[0].KeyID != a.Key.ID || list.Keys[0].PublicKey != attribution.EncodePublicKey(a.Key.Public) || list.Keys[0].RevokedAt != nil {
 		c.Errorf("the app's SDK keys are %+v, want its one key %s, not revoked", list.Keys, a.Key.ID)
 	}
 	// A malformed public key is refused.
-	err := a.Client.Do(ctx, http.MethodPost, "/v1/apps/"+a.ID+"/sdk-keys", xpromo.RegisterSDKKeyRequest{PublicKey: "not-a-key"}, nil)
+	_, err = a.Client.RegisterSDKKey(ctx, a.ID, &xpromo.RegisterSDKKeyRequest{PublicKey: "not-a-key"})
 	if e := c.APIError(err, "registering a malformed public key"); e.Status != 422 {
 		c.Errorf("a malformed public key: %d %s, want 422", e.Status, e.Code)
 	}
 	// (Another app's view of them is the auth area's.)
 	// Revoked, it is listed as such.
-	var revoked xpromo.SDKKey
-	c.NoError(a.Client.Do(ctx, http.MethodPost, "/v1/apps/"+a.ID+"/sdk-keys/"+a.Key.ID+"/revoke", nil, &revoked), "revoking the key")
+	revoked, err := a.Client.RevokeSDKKey(ctx, a.ID, a.Key.ID)
+	c.NoError(err, "revoking the key")
 	if revoked.RevokedAt == nil {
 		c.Errorf("the revoked key has no revoked_at: %+v", revoked)
 	}

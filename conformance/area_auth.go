@@ -216,25 +216,21 @@ func checkCrossAppAttribution(c *C) {
 	other := c.NewApp()
 	missing := missingLike(a.ID)
 	sameNotFound(c, "GET /apps/{app_id}/sdk-keys",
-		a.ID, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/apps/"+a.ID+"/sdk-keys", nil, nil) },
-		missing, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/apps/"+missing+"/sdk-keys", nil, nil) })
+		a.ID, func() error { _, err := other.Client.ListSDKKeys(ctx, a.ID); return err },
+		missing, func() error { _, err := other.Client.ListSDKKeys(ctx, missing); return err })
 	sameNotFound(c, "POST /apps/{app_id}/sdk-keys/{key_id}/revoke",
-		a.ID, func() error {
-			return other.Client.Do(ctx, http.MethodPost, "/v1/apps/"+a.ID+"/sdk-keys/"+a.Key.ID+"/revoke", nil, nil)
-		},
-		missing, func() error {
-			return other.Client.Do(ctx, http.MethodPost, "/v1/apps/"+missing+"/sdk-keys/"+a.Key.ID+"/revoke", nil, nil)
-		})
+		a.ID, func() error { _, err := other.Client.RevokeSDKKey(ctx, a.ID, a.Key.ID); return err },
+		missing, func() error { _, err := other.Client.RevokeSDKKey(ctx, missing, a.Key.ID); return err })
 	// A chain is its publisher's and its advertiser's only.
 	m := c.NewMarket("", 20000)
 	in := c.Installed(m.Pub, m.Adv)
 	missingChain := missingLike(in.ChainID)
 	sameNotFound(c, "GET /chains/{chain_id}",
-		in.ChainID, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/chains/"+in.ChainID, nil, nil) },
-		missingChain, func() error { return other.Client.Do(ctx, http.MethodGet, "/v1/chains/"+missingChain, nil, nil) })
+		in.ChainID, func() error { _, err := other.Client.GetChain(ctx, in.ChainID); return err },
+		missingChain, func() error { _, err := other.Client.GetChain(ctx, missingChain); return err })
 	// The key was not revoked by the attempt.
-	var list xpromo.SDKKeyList
-	c.NoError(a.Client.Do(ctx, http.MethodGet, "/v1/apps/"+a.ID+"/sdk-keys", nil, &list), "listing the keys")
+	list, err := a.Client.ListSDKKeys(ctx, a.ID)
+	c.NoError(err, "listing the keys")
 	if len(list.Keys) != 1 || list.Keys[0].RevokedAt != nil {
 		c.Errorf("after another app's attempt the keys are %+v, want one, not revoked", list.Keys)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/attribution"
@@ -17,18 +16,11 @@ import (
 // install claims and heartbeats, and the operators' test clock and sweep
 // of the conformance profile.
 
-// adminDo calls an admin endpoint the SDK client has no method for.
-func (c *C) adminDo(method, path string, body, out any) error {
-	c.Helper()
-	c.NeedAdmin()
-	return c.Public().Do(c.ctx, method, path, body, out, xpromo.WithHeader("Authorization", "Bearer "+c.target.AdminToken))
-}
-
 // Now is the server's clock (GET /v1/admin/clock).
 func (c *C) Now() time.Time {
 	c.Helper()
-	var st xpromo.ClockState
-	if err := c.adminDo(http.MethodGet, "/v1/admin/clock", nil, &st); err != nil {
+	st, err := c.Admin().AdminGetClock(c.ctx)
+	if err != nil {
 		if xpromo.IsCode(err, "not_found") || xpromo.IsCode(err, "method_not_allowed") {
 			c.Skipf("needs the test clock of the conformance profile (GET /v1/admin/clock): %v", err)
 		}
@@ -40,8 +32,7 @@ func (c *C) Now() time.Time {
 // Advance moves the server's clock forward by d and returns the new time.
 func (c *C) Advance(d time.Duration) time.Time {
 	c.Helper()
-	var st xpromo.ClockState
-	err := c.adminDo(http.MethodPost, "/v1/admin/clock/advance", xpromo.AdvanceClockRequest{Seconds: int64(d / time.Second)}, &st)
+	st, err := c.Admin().AdminAdvanceClock(c.ctx, d)
 	if err != nil {
 		if xpromo.IsCode(err, "not_found") || xpromo.IsCode(err, "test_mode_only") {
 			c.Skipf("needs the test clock of the conformance profile (POST /v1/admin/clock/advance in test mode): %v", err)
@@ -54,14 +45,14 @@ func (c *C) Advance(d time.Duration) time.Time {
 // Sweep runs the clearing sweep now (POST /v1/admin/attribution/sweep).
 func (c *C) Sweep() xpromo.SweepResult {
 	c.Helper()
-	var res xpromo.SweepResult
-	if err := c.adminDo(http.MethodPost, "/v1/admin/attribution/sweep", struct{}{}, &res); err != nil {
+	res, err := c.Admin().AdminSweep(c.ctx)
+	if err != nil {
 		c.Fatalf("running the clearing sweep: %v", err)
 	}
 	if res.Failed != 0 {
 		c.Errorf("the sweep could not settle %d chains", res.Failed)
 	}
-	return res
+	return *res
 }
 
 // SDKApp is an app with a registered SDK key, acting as its own SDK.
@@ -75,8 +66,7 @@ func (c *C) WithSDKKey(a *App) *SDKApp {
 	c.Helper()
 	kp, err := attribution.GenerateKey(rand.Reader)
 	c.NoError(err, "generating an SDK key")
-	var key xpromo.SDKKey
-	err = a.Client.Do(c.ctx, http.MethodPost, "/v1/apps/"+a.ID+"/sdk-keys", xpromo.RegisterSDKKeyRequest{PublicKey: attribution.EncodePublicKey(kp.Public)}, &key)
+	key, err := a.Client.RegisterSDKKey(c.ctx, a.ID, &xpromo.RegisterSDKKeyRequest{PublicKey: attribution.EncodePublicKey(kp.Public)})
 	if xpromo.IsCode(err, "not_found") {
 		// The app is the caller's own: the route is missing.
 		c.Skipf("needs POST /v1/apps/{app_id}/sdk-keys (attribution): %v", err)
@@ -135,15 +125,14 @@ func (c *C) NewAdvertiser(category string, fund int64, mod func(*xpromo.CreateCa
 // Fill asks for a creative in one of the publisher's slots.
 func (c *C) Fill(pub *SDKApp) *xpromo.FillResponse {
 	c.Helper()
-	var fill xpromo.FillResponse
-	err := c.Public().Do(c.ctx, http.MethodPost, "/v1/sdk/fill", xpromo.FillRequest{
+	fill, err := c.Public().SDKFill(c.ctx, &xpromo.FillRequest{
 		AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: pub.Platform, DeviceID: "dev_" + randomHex(8),
-	}, &fill)
+	})
 	if xpromo.IsCode(err, "not_found") {
 		c.Skipf("needs POST /v1/sdk/fill (attribution): %v", err)
 	}
 	c.NoError(err, "POST /v1/sdk/fill")
-	return &fill
+	return fill
 }
 
 // FillFor fills the publisher's slot until the offer is for one of the
@@ -185,9 +174,7 @@ func (c *C) SignClick(pub *SDKApp, offer attribution.Offer, at time.Time) string
 
 // ReportClick posts the click token.
 func (c *C) ReportClick(token string) (*xpromo.ClickResponse, error) {
-	var resp xpromo.ClickResponse
-	err := c.Public().Do(c.ctx, http.MethodPost, "/v1/sdk/click", xpromo.ClickRequest{Token: token}, &resp)
-	return &resp, err
+	return c.Public().SDKClick(c.ctx, &xpromo.ClickRequest{Token: token})
 }
 
 // Countersign signs the install as the advertiser's SDK, on device at at.
@@ -200,9 +187,7 @@ func (c *C) Countersign(adv *SDKApp, token, device string, at time.Time) string 
 
 // ClaimInstall posts the click token and its countersignature.
 func (c *C) ClaimInstall(token, countersignature string) (*xpromo.InstallResponse, error) {
-	var resp xpromo.InstallResponse
-	err := c.Public().Do(c.ctx, http.MethodPost, "/v1/sdk/install", xpromo.InstallRequest{Token: token, Countersignature: countersignature}, &resp)
-	return &resp, err
+	return c.Public().SDKInstall(c.ctx, &xpromo.InstallRequest{Token: token, Countersignature: countersignature})
 }
 
 // Heartbeat posts a heartbeat of the chain of token, signed by the
@@ -213,17 +198,15 @@ func (c *C) Heartbeat(adv *SDKApp, token, device string, seq int64, at time.Time
 		AppID: adv.ID, DeviceID: device, TokenHash: attribution.TokenHashString(token), Seq: seq, SentAt: at.Unix(),
 	})
 	c.NoError(err, "signing a heartbeat")
-	var resp xpromo.HeartbeatResponse
-	err = c.Public().Do(c.ctx, http.MethodPost, "/v1/sdk/heartbeat", xpromo.HeartbeatRequest{Heartbeat: hb}, &resp)
-	return &resp, err
+	return c.Public().SDKHeartbeat(c.ctx, &xpromo.HeartbeatRequest{Heartbeat: hb})
 }
 
 // Chain reads an event chain with the key of one of its apps.
 func (c *C) Chain(a *App, id string) *xpromo.Chain {
 	c.Helper()
-	var ch xpromo.Chain
-	c.NoError(a.Client.Do(c.ctx, http.MethodGet, "/v1/chains/"+id, nil, &ch), "GET /v1/chains/"+id)
-	return &ch
+	ch, err := a.Client.GetChain(c.ctx, id)
+	c.NoError(err, "GET /v1/chains/"+id)
+	return ch
 }
 
 // Install is one attributed install in progress.
