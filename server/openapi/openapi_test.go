@@ -163,6 +163,7 @@ var operations = map[string]opSpec{
 	"get_test_checkout":        {"GET", "/test/checkout/{session_id}", true, false},
 	"complete_test_checkout":   {"POST", "/test/checkout/{session_id}", true, false},
 	"admin_set_payout_account": {"PUT", "/v1/admin/apps/{app_id}/payout-account", false, true},
+	"admin_adjust_wallet":      {"POST", "/v1/admin/apps/{app_id}/adjustments", false, true},
 	// Attribution: SDK keys and chains (API key), the SDK endpoints
 	// (public), the test clock and the sweep (admin).
 	"register_sdk_key":      {"POST", "/v1/apps/{app_id}/sdk-keys", false, true},
