@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/openapi/openapitest"
@@ -384,4 +385,212 @@ func TestSDKClientRateLimited(t *testing.T) {
 	require.NotNil(t, e.RetryAfter)
 	assert.True(t, e.RetryAfter.After(a.clock.Now()))
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+}
+
+// authSpy records the Authorization header of every request to /v1/sdk/.
+type authSpy struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	sdk  map[string][]string // path → the Authorization headers sent
+}
+
+func (s *authSpy) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(r.URL.Path, "/v1/sdk/") {
+		s.mu.Lock()
+		if s.sdk == nil {
+			s.sdk = map[string][]string{}
+		}
+		s.sdk[r.URL.Path] = append(s.sdk[r.URL.Path], r.Header.Get("Authorization"))
+		s.mu.Unlock()
+	}
+	return s.base.RoundTrip(r)
+}
+
+// TestSDKClientAttribution drives attribution through the Go client's typed
+// methods against the real server, on both stores, every exchange checked
+// against openapi.json: SDK keys registered, listed and revoked; a fill, a
+// signed click and a countersigned install through the SDK* methods (which
+// send no credential, even from a client holding an API key and the admin
+// token); the chain read by its apps only; the test clock advanced 48 hours,
+// a heartbeat, and the sweep clearing the install.
+func TestSDKClientAttribution(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		chk := openapitest.New(t)
+		a := start(t, chk, s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+		ctx := context.Background()
+		spy := &authSpy{base: chk.Transport(http.DefaultTransport)}
+		c := xpromo.NewClient(a.url,
+			xpromo.WithHTTPClient(&http.Client{Transport: spy}),
+			xpromo.WithAdminToken(adminToken),
+			xpromo.WithRetryWait(time.Millisecond, 10*time.Millisecond),
+		)
+
+		// The test clock.
+		clk, err := c.AdminGetClock(ctx)
+		require.NoError(t, err)
+		assert.True(t, clk.TestMode)
+		assert.Zero(t, clk.OffsetSeconds)
+		t0 := clk.Now
+		_, err = c.With(xpromo.WithAdminToken("wrong")).AdminGetClock(ctx)
+		sdkErr(t, err, 401, xpromo.CodeUnauthorized)
+		_, err = c.AdminAdvanceClock(ctx, 0)
+		sdkErr(t, err, 422, "invalid_duration")
+
+		// Two approved apps: a publisher selling productivity, an advertiser
+		// buying it.
+		pubReg := sdkRegistration("Publisher", "com.example.pub")
+		pubReg.Category = "productivity"
+		pub, err := c.RegisterApp(ctx, pubReg)
+		require.NoError(t, err)
+		adv, err := c.RegisterApp(ctx, sdkRegistration("Advertiser", "com.example.adv"))
+		require.NoError(t, err)
+		third, err := c.RegisterApp(ctx, sdkRegistration("Third", "com.example.third"))
+		require.NoError(t, err)
+		for _, id := range []string{pub.AppID, adv.AppID} {
+			_, err = c.AdminApproveApp(ctx, id, "vetted")
+			require.NoError(t, err)
+		}
+		pubC := c.With(xpromo.WithAPIKey(pub.APIKey))
+		advC := c.With(xpromo.WithAPIKey(adv.APIKey))
+		thirdC := c.With(xpromo.WithAPIKey(third.APIKey))
+
+		// SDK keys: registered (201, then 200 for the same key), refused
+		// when malformed or for another app, listed, revoked.
+		pubKey, err := token.GenerateKey(nil)
+		require.NoError(t, err)
+		advKey, err := token.GenerateKey(nil)
+		require.NoError(t, err)
+		spare, err := token.GenerateKey(nil)
+		require.NoError(t, err)
+		var resp xpromo.Response
+		k, err := pubC.RegisterSDKKey(ctx, pub.AppID, &xpromo.RegisterSDKKeyRequest{PublicKey: token.EncodePublicKey(pubKey.Public)}, xpromo.WithResponse(&resp))
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusCreated, resp.StatusCode)
+		assert.Equal(t, pubKey.ID, k.KeyID)
+		assert.Nil(t, k.RevokedAt)
+		k, err = pubC.RegisterSDKKey(ctx, pub.AppID, &xpromo.RegisterSDKKeyRequest{PublicKey: token.EncodePublicKey(pubKey.Public)}, xpromo.WithResponse(&resp))
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "the same key again")
+		assert.Equal(t, pubKey.ID, k.KeyID)
+		_, err = pubC.RegisterSDKKey(ctx, pub.AppID, &xpromo.RegisterSDKKeyRequest{PublicKey: "not-a-key"})
+		sdkErr(t, err, 422, "invalid_public_key")
+		_, err = advC.RegisterSDKKey(ctx, pub.AppID, &xpromo.RegisterSDKKeyRequest{PublicKey: token.EncodePublicKey(advKey.Public)})
+		sdkErr(t, err, 404, xpromo.CodeNotFound)
+		for _, kp := range []token.KeyPair{advKey, spare} {
+			_, err = advC.RegisterSDKKey(ctx, adv.AppID, &xpromo.RegisterSDKKeyRequest{PublicKey: token.EncodePublicKey(kp.Public)})
+			require.NoError(t, err)
+		}
+		revoked, err := advC.RevokeSDKKey(ctx, adv.AppID, spare.ID)
+		require.NoError(t, err)
+		assert.Equal(t, spare.ID, revoked.KeyID)
+		require.NotNil(t, revoked.RevokedAt)
+		_, err = pubC.RevokeSDKKey(ctx, adv.AppID, advKey.ID)
+		sdkErr(t, err, 404, xpromo.CodeNotFound)
+		list, err := advC.ListSDKKeys(ctx, adv.AppID)
+		require.NoError(t, err)
+		require.Len(t, list.Keys, 2)
+		active := map[string]bool{}
+		for _, k := range list.Keys {
+			active[k.KeyID] = k.RevokedAt == nil
+		}
+		assert.Equal(t, map[string]bool{advKey.ID: true, spare.ID: false}, active)
+
+		// The advertiser pays for a campaign.
+		top, err := advC.TopUp(ctx, adv.AppID, &xpromo.TopUpParams{AmountCents: 20_000})
+		require.NoError(t, err)
+		_, err = c.CompleteTestCheckout(ctx, top.CheckoutURL)
+		require.NoError(t, err)
+		_, err = advC.CreateCampaign(ctx, &xpromo.CreateCampaignRequest{AppID: adv.AppID, Categories: []string{"productivity"}, DailyBudgetCents: 5000})
+		require.NoError(t, err)
+
+		// The publisher's SDK fills a slot and reports the click. pubC holds
+		// an API key and the admin token: neither is sent.
+		_, err = pubC.SDKFill(ctx, &xpromo.FillRequest{AppID: "app_missing", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+		sdkErr(t, err, 404, xpromo.CodeNotFound)
+		fill, err := pubC.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.AppID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: "device-1"})
+		require.NoError(t, err)
+		require.True(t, fill.Filled, "%+v", fill)
+		require.NotNil(t, fill.Offer)
+		assert.Equal(t, adv.AppID, fill.Creative.AdvertiserAppID)
+		assert.Equal(t, pub.AppID, fill.Offer.Publisher)
+		assert.Nil(t, fill.NoFillReason)
+
+		_, err = pubC.SDKClick(ctx, &xpromo.ClickRequest{Token: "not.a.token"})
+		sdkErr(t, err, 403, string(xpromo.FraudBadSignature))
+		tok, err := token.SignClick(pubKey.Private, pubKey.ID, token.NewClickClaims(*fill.Offer, t0))
+		require.NoError(t, err)
+		clickKey := xpromo.WithIdempotencyKey("click_" + token.TokenHashString(tok))
+		click, err := pubC.SDKClick(ctx, &xpromo.ClickRequest{Token: tok}, clickKey)
+		require.NoError(t, err)
+		assert.Equal(t, t0.Truncate(time.Second).Add(15*time.Minute), click.ExpiresAt.UTC())
+		again, err := pubC.SDKClick(ctx, &xpromo.ClickRequest{Token: tok}, clickKey, xpromo.WithResponse(&resp))
+		require.NoError(t, err)
+		assert.True(t, resp.Replayed, "the event's idempotency key replays the first answer")
+		assert.Equal(t, click.ChainID, again.ChainID)
+
+		// A minute later the advertiser's SDK claims the install.
+		clk, err = c.AdminAdvanceClock(ctx, time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, int64(60), clk.OffsetSeconds)
+		assert.True(t, clk.Now.Equal(t0.Add(time.Minute)), "%s, want %s", clk.Now, t0.Add(time.Minute))
+		cs, err := token.Countersign(advKey.Private, advKey.ID, tok, "device-1", clk.Now, adv.AppID)
+		require.NoError(t, err)
+		inst, err := advC.SDKInstall(ctx, &xpromo.InstallRequest{Token: tok, Countersignature: cs})
+		require.NoError(t, err)
+		assert.Equal(t, click.ChainID, inst.ChainID)
+		assert.Equal(t, xpromo.ChainInstalled, inst.State)
+
+		// The chain is its two apps' only.
+		ch, err := pubC.GetChain(ctx, click.ChainID)
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.ChainInstalled, ch.State)
+		assert.Equal(t, tok, ch.ClickToken)
+		require.NotNil(t, ch.Countersignature)
+		assert.Equal(t, cs, *ch.Countersignature)
+		assert.Equal(t, pub.AppID, ch.PublisherAppID)
+		assert.Equal(t, adv.AppID, ch.AdvertiserAppID)
+		_, err = thirdC.GetChain(ctx, click.ChainID)
+		sdkErr(t, err, 404, xpromo.CodeNotFound)
+		_, err = c.GetChain(ctx, click.ChainID) // no API key
+		sdkErr(t, err, 401, xpromo.CodeUnauthorized)
+
+		// 48 hours later a heartbeat activates the chain; the sweep clears it.
+		clk, err = c.AdminAdvanceClock(ctx, 48*time.Hour)
+		require.NoError(t, err)
+		_, err = advC.SDKHeartbeat(ctx, &xpromo.HeartbeatRequest{Heartbeat: "not.a.heartbeat"})
+		sdkErr(t, err, 403, string(xpromo.FraudBadSignature))
+		hb, err := token.SignHeartbeat(advKey.Private, advKey.ID, token.HeartbeatClaims{
+			AppID: adv.AppID, DeviceID: "device-1", TokenHash: token.TokenHashString(tok), Seq: 1, SentAt: clk.Now.Unix(),
+		})
+		require.NoError(t, err)
+		beat, err := advC.SDKHeartbeat(ctx, &xpromo.HeartbeatRequest{Heartbeat: hb})
+		require.NoError(t, err)
+		assert.Equal(t, click.ChainID, beat.ChainID)
+		assert.Equal(t, xpromo.ChainActivated48h, beat.State)
+		_, err = advC.With(xpromo.WithAdminToken("")).AdminSweep(ctx) // an API key is no admin token
+		sdkErr(t, err, 401, xpromo.CodeUnauthorized)
+		swept, err := c.AdminSweep(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.SweepResult{Cleared: 1}, *swept)
+		ch, err = advC.GetChain(ctx, click.ChainID)
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.ChainCleared, ch.State)
+		assert.NotNil(t, ch.SettledAt)
+		lines, err := pubC.GetLedger(ctx, pub.AppID, nil)
+		require.NoError(t, err)
+		require.Len(t, lines.Lines, 1)
+		assert.Equal(t, xpromo.LineEarn, lines.Lines[0].Type)
+		require.NotNil(t, lines.Lines[0].EventChainID)
+		assert.Equal(t, click.ChainID, *lines.Lines[0].EventChainID, "the earn line names the chain")
+
+		// Not one SDK call carried a credential.
+		spy.mu.Lock()
+		defer spy.mu.Unlock()
+		for _, p := range []string{"/v1/sdk/fill", "/v1/sdk/click", "/v1/sdk/install", "/v1/sdk/heartbeat"} {
+			require.NotEmpty(t, spy.sdk[p], "no call to %s", p)
+			for _, auth := range spy.sdk[p] {
+				assert.Empty(t, auth, "%s sent Authorization", p)
+			}
+		}
+	})
 }
