@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/sqlite"
 	"github.com/xpromo/xpromo/server/storage"
@@ -24,28 +24,10 @@ import (
 
 var ctx = context.Background()
 
-// clock is an injected clock tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
-func newService(s storage.Store) (*apps.Service, *clock) {
-	c := &clock{t: t0}
+func newService(s storage.Store) (*apps.Service, *clocktest.Clock) {
+	c := clocktest.New(t0)
 	return &apps.Service{
 		Update: storage.Updater[apps.Tx](s),
 		View:   storage.Viewer[apps.Tx](s),
@@ -225,7 +207,7 @@ func TestRotation(t *testing.T) {
 		svc, clk := newService(s)
 		a, k1, _ := register(t, svc)
 
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		k2, exp, err := svc.RotateKey(ctx, a.ID)
 		require.NoError(t, err)
 		assert.Equal(t, t0.Add(25*time.Hour), exp)
@@ -235,17 +217,17 @@ func TestRotation(t *testing.T) {
 
 		// A second rotation 12 h later: k2 now expires 24 h after it, but
 		// k1 keeps its earlier expiry.
-		clk.Add(12 * time.Hour)
+		clk.Advance(12 * time.Hour)
 		k3, exp3, err := svc.RotateKey(ctx, a.ID)
 		require.NoError(t, err)
 		assert.Equal(t, t0.Add(37*time.Hour), exp3)
 
-		clk.Add(12*time.Hour - time.Microsecond) // t0+25h-1µs
+		clk.Advance(12*time.Hour - time.Microsecond) // t0+25h-1µs
 		mustAuth(t, svc, k1)
-		clk.Add(time.Microsecond) // t0+25h: k1's expiry
+		clk.Advance(time.Microsecond) // t0+25h: k1's expiry
 		assertUnauthorized(t, svc, k1)
 		mustAuth(t, svc, k2)
-		clk.Add(12 * time.Hour) // t0+37h
+		clk.Advance(12 * time.Hour) // t0+37h
 		assertUnauthorized(t, svc, k2)
 		assert.Equal(t, a.ID, mustAuth(t, svc, k3), "the newest key never expires")
 
@@ -474,23 +456,23 @@ func TestAdminActions(t *testing.T) {
 		assert.True(t, apperr.Is(err, apperr.NotFound), "%v", err)
 		assert.Empty(t, rawQuery(t, s, `SELECT id FROM admin_audit`), "refused actions leave no audit row")
 
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		v, err := svc.Act(ctx, a.ID, apps.Reject, "bundle does not match")
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.AppStatusRejected, v.App.Status)
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		v, err = svc.Act(ctx, a.ID, apps.Review, "")
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.AppStatusPending, v.App.Status)
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		_, err = svc.Act(ctx, a.ID, apps.Approve, "looks good")
 		require.NoError(t, err)
 		_, err = svc.Act(ctx, a.ID, apps.Approve, "")
 		assert.True(t, apperr.Is(err, apperr.InvalidTransition), "approving twice: %v", err)
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		_, err = svc.Act(ctx, a.ID, apps.Suspend, "complaints")
 		require.NoError(t, err)
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		v, err = svc.Act(ctx, a.ID, apps.Reinstate, "")
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.AppStatusApproved, v.App.Status, "back to the status before suspension")
@@ -607,7 +589,7 @@ func TestScore(t *testing.T) {
 				Result:    json.RawMessage(`{"reputation":{"total":61,"ai_visibility":70,"cadence":50,"reviews":0,"coherence":80},"reasons":["reviews_unavailable"]}`),
 				CreatedAt: done, RunAfter: done, FinishedAt: &done})
 		}))
-		clk.Add(2 * time.Hour)
+		clk.Advance(2 * time.Hour)
 		sc, err = svc.Score(ctx, a.ID)
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.Gate{Signed: true, MalwareClean: true, DomainAgeOK: false, ContactVerified: true, BundleMatch: true}, sc.Gate)

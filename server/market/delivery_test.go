@@ -14,6 +14,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
@@ -27,7 +28,7 @@ type world struct {
 	t    *testing.T
 	ctx  context.Context
 	s    storage.Store
-	clk  *clock
+	clk  *clocktest.Clock
 	mkt  *market.Service
 	apps *apps.Service
 	led  *ledger.Ledger
@@ -39,7 +40,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, s storage.Store) *world {
-	w := &world{t: t, ctx: context.Background(), s: s, clk: newClock(), spend: map[string]int64{}}
+	w := &world{t: t, ctx: context.Background(), s: s, clk: clocktest.New(start), spend: map[string]int64{}}
 	w.apps = &apps.Service{Update: storage.Updater[apps.Tx](s), View: storage.Viewer[apps.Tx](s), Now: w.clk.Now}
 	w.mkt = service(s, w.clk.Now, cat("alpha", 300, 200), cat("beta", 500, 400))
 	w.mkt.Apps = w.apps

@@ -13,30 +13,14 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// start is where every test's clock starts.
+var start = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func cat(key string, mac, win int64) market.Category {
 	return market.Category{Key: key, Label: "Label " + key, Floors: map[xpromo.Platform]int64{xpromo.PlatformMac: mac, xpromo.PlatformWin: win}}
@@ -88,7 +72,7 @@ const (
 func TestReconcileFloors(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
-		clk := newClock()
+		clk := clocktest.New(start)
 
 		// First start: every (category, platform) gets its first row.
 		svc := service(s, clk.Now, cat("alpha", 300, 200), cat("beta", 500, 400))
@@ -133,7 +117,7 @@ func TestReconcileFloors(t *testing.T) {
 func TestFloorHistoryIsAppendOnly(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
-		svc := service(s, newClock().Now, cat("alpha", 300, 200))
+		svc := service(s, clocktest.New(start).Now, cat("alpha", 300, 200))
 		require.NoError(t, svc.Reconcile(ctx))
 		db, ok := s.(interface {
 			Exec(ctx context.Context, query string) error
@@ -163,7 +147,7 @@ func TestFloorHistoryIsAppendOnly(t *testing.T) {
 func TestCutFloor(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
-		svc := service(s, newClock().Now, cat("alpha", 300, 200))
+		svc := service(s, clocktest.New(start).Now, cat("alpha", 300, 200))
 		require.NoError(t, svc.Reconcile(ctx))
 
 		got, err := svc.CutFloor(ctx, "alpha", xpromo.PlatformWin, 150, "launch promotion")
@@ -207,7 +191,7 @@ func TestCutFloor(t *testing.T) {
 func TestConcurrentCuts(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
-		svc := service(s, newClock().Now, cat("alpha", 300, 200))
+		svc := service(s, clocktest.New(start).Now, cat("alpha", 300, 200))
 		require.NoError(t, svc.Reconcile(ctx))
 		var wg sync.WaitGroup
 		for i := range 8 {
@@ -238,7 +222,7 @@ func TestConcurrentCuts(t *testing.T) {
 func TestRateCardSnapshotRefresh(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
-		clk := newClock()
+		clk := clocktest.New(start)
 		a := service(s, clk.Now, cat("alpha", 300, 200))
 		b := service(s, clk.Now, cat("alpha", 300, 200))
 		require.NoError(t, a.Reconcile(ctx))

@@ -17,42 +17,27 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// start is where every fixture's clock starts.
+var start = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 
 const baseURL = "http://xpromo.test"
 
 type fixture struct {
 	store storage.Store
-	clock *clock
+	clock *clocktest.Clock
 	svc   *payments.Service
 }
 
 func newFixture(t *testing.T, s storage.Store, testMode bool) *fixture {
 	t.Helper()
-	c := newClock()
+	c := clocktest.New(start)
 	x402, err := payments.NewX402Config(true, "", "", "")
 	require.NoError(t, err)
 	return &fixture{store: s, clock: c, svc: &payments.Service{
