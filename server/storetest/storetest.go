@@ -6,12 +6,12 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/ledger"
 )
 
@@ -44,28 +44,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("ConcurrentRandomOperations", func(t *testing.T) { testConcurrentRandom(t, newHarness(t)) })
 }
 
-// clock is a test clock the suite moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newLedger(h Harness) (*ledger.Ledger, *clock) {
-	c := newClock()
+// newLedger is a ledger on the harness's store whose clock the test moves by
+// hand, starting at 21 Nov 2026 09:00 UTC.
+func newLedger(h Harness) (*ledger.Ledger, *clocktest.Clock) {
+	c := clocktest.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
 	return &ledger.Ledger{Store: h.Store, Now: c.Now}, c
 }
 
