@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/openapi"
@@ -26,14 +26,6 @@ import (
 
 const adminToken = "contract-test-admin-token-0123456789abcdef"
 
-// clock is the injected clock of the server under test.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
 // api is a running server and a client whose every exchange is validated
 // against openapi.json.
 type api struct {
@@ -42,12 +34,12 @@ type api struct {
 	http  *http.Client
 	srv   *httpapi.Server
 	store storage.Store
-	clock *clock
+	clock *clocktest.Clock // the injected clock of the server under test
 }
 
 func start(t *testing.T, chk *openapitest.Checker, s storage.Store, cfg wire.Config) *api {
 	t.Helper()
-	a := &api{t: t, http: chk.Client(), store: s, clock: &clock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}}
+	a := &api{t: t, http: chk.Client(), store: s, clock: clocktest.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))}
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
