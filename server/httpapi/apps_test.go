@@ -1,12 +1,8 @@
 package httpapi_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,114 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
-	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
-const adminToken = "admin-secret-token"
-
-type appsClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *appsClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *appsClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-type appsAPI struct {
-	t      *testing.T
-	url    string
-	clock  *appsClock
-	client *http.Client // checks every exchange against openapi.json
-}
-
-func newAppsAPI(t *testing.T, s storage.Store) *appsAPI {
+// newAppsAPI is a server whose clock starts at 21 Nov 2026 10:00 UTC.
+func newAppsAPI(t *testing.T, s storage.Store) *testServer {
 	t.Helper()
-	api := &appsAPI{t: t, clock: &appsClock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}, client: openapitest.New(t).Client()}
-	var handler http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	srv, err := wire.New(wire.Config{Mode: "test", AdminToken: adminToken, BaseURL: ts.URL, Now: api.clock.Now,
-		ReadLimit: 100000, WriteLimit: 100000}, s)
-	require.NoError(t, err)
-	handler, api.url = srv, ts.URL
-	return api
-}
-
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r response) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(r.body, &m), string(r.body))
-	return m
-}
-
-// do sends a request (bearer token if key != "", JSON body if body != nil);
-// the client checks the exchange against the OpenAPI document.
-func (a *appsAPI) do(method, path, key string, body any) response {
-	t := a.t
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, ok := body.(string)
-		if !ok {
-			b, err := json.Marshal(body)
-			require.NoError(t, err)
-			raw = string(b)
-		}
-		rd = strings.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, a.url+path, rd)
-	require.NoError(t, err)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := a.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return response{status: res.StatusCode, header: res.Header, body: b}
-}
-
-func (a *appsAPI) register(req xpromo.RegisterAppRequest) xpromo.RegisterAppResponse {
-	a.t.Helper()
-	res := a.do("POST", "/v1/apps", "", req)
-	require.Equal(a.t, http.StatusCreated, res.status, string(res.body))
-	var out xpromo.RegisterAppResponse
-	require.NoError(a.t, json.Unmarshal(res.body, &out))
-	return out
-}
-
-func snip() xpromo.RegisterAppRequest {
-	return xpromo.RegisterAppRequest{Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "com.example.snip", Domain: "example.com",
-		DownloadURL: "https://example.com/Snip.zip", ContactEmail: "dev@example.com"}
-}
-
-func errCode(t *testing.T, r response) string {
-	t.Helper()
-	var e xpromo.ErrorResponse
-	require.NoError(t, json.Unmarshal(r.body, &e), string(r.body))
-	return e.Error.Code
+	return serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), unlimited)
 }
 
 func TestAppsRegisterAndScore(t *testing.T) {
@@ -129,7 +25,7 @@ func TestAppsRegisterAndScore(t *testing.T) {
 		api := newAppsAPI(t, s)
 
 		res := api.do("POST", "/v1/apps", "", snip())
-		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		require.Equal(t, http.StatusCreated, res.status, res.body)
 		m := res.json(t)
 		assert.Len(t, m, 4)
 		assert.Equal(t, "pending", m["status"])
@@ -139,16 +35,16 @@ func TestAppsRegisterAndScore(t *testing.T) {
 		appID, key, jobID := m["app_id"].(string), m["api_key"].(string), m["scoring_job_id"].(string)
 
 		res = api.do("GET", "/v1/apps/"+appID+"/score", key, nil)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.status, res.body)
 		assert.JSONEq(t, `{"status":"pending",
 			"gate":{"signed":false,"malware_clean":false,"domain_age_ok":false,"contact_verified":false,"bundle_match":false},
 			"reputation":{"total":0,"ai_visibility":0,"cadence":0,"reviews":0,"coherence":0},
-			"behavior":null,"reasons":["gate_pending","reputation_pending"],"next_review_at":"2026-11-21T10:00:00Z"}`, string(res.body))
+			"behavior":null,"reasons":["gate_pending","reputation_pending"],"next_review_at":"2026-11-21T10:00:00Z"}`, res.body)
 
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/"+jobID, key, nil)
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.status, res.body)
 		assert.JSONEq(t, `{"job_id":"`+jobID+`","kind":"scoring","status":"queued","created_at":"2026-11-21T10:00:00Z",
-			"run_after":"2026-11-21T10:00:00Z","finished_at":null}`, string(res.body))
+			"run_after":"2026-11-21T10:00:00Z","finished_at":null}`, res.body)
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/job_nope", key, nil)
 		assert.Equal(t, http.StatusNotFound, res.status)
 
@@ -177,7 +73,7 @@ func TestAppsRegisterValidation(t *testing.T) {
 		} {
 			res := api.do("POST", "/v1/apps", "", c.body)
 			assert.Equal(t, c.status, res.status, "%v: %s", c.body, res.body)
-			assert.Equal(t, c.code, errCode(t, res), "%v", c.body)
+			assert.Equal(t, c.code, res.code(t), "%v", c.body)
 		}
 	})
 }
@@ -192,21 +88,21 @@ func TestAppsAuthentication(t *testing.T) {
 		other := api.do("GET", "/v1/apps/"+b.AppID+"/score", a.APIKey, nil)
 		missing := api.do("GET", "/v1/apps/app_doesnotexist/score", a.APIKey, nil)
 		assert.Equal(t, http.StatusNotFound, other.status)
-		assert.Equal(t, "not_found", errCode(t, other))
+		assert.Equal(t, "not_found", other.code(t))
 		assert.Equal(t, missing.status, other.status)
-		assert.Equal(t, string(missing.body), string(other.body))
+		assert.Equal(t, missing.body, other.body)
 		otherJob := api.do("GET", "/v1/apps/"+b.AppID+"/jobs/"+b.ScoringJobID, a.APIKey, nil)
 		assert.Equal(t, http.StatusNotFound, otherJob.status)
 
 		res := api.do("GET", "/v1/apps/"+a.AppID+"/score", "", nil)
 		assert.Equal(t, http.StatusUnauthorized, res.status)
-		assert.Equal(t, "unauthorized", errCode(t, res))
+		assert.Equal(t, "unauthorized", res.code(t))
 		assert.True(t, strings.HasPrefix(res.header.Get("WWW-Authenticate"), "Bearer "), res.header.Get("WWW-Authenticate"))
 
 		for _, bad := range []string{"xp_test_" + strings.Repeat("z", 32), "nonsense", a.APIKey + "x"} {
 			res = api.do("GET", "/v1/apps/"+a.AppID+"/score", bad, nil)
 			assert.Equal(t, http.StatusUnauthorized, res.status, bad)
-			assert.Equal(t, "unauthorized", errCode(t, res))
+			assert.Equal(t, "unauthorized", res.code(t))
 			assert.Contains(t, res.header.Get("WWW-Authenticate"), `error="invalid_token"`)
 		}
 	})
@@ -223,20 +119,20 @@ func TestAppsKeyRotation(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, res.status, "only the app's own key rotates it")
 
 		res = api.do("POST", "/v1/apps/"+a.AppID+"/keys/rotate", a.APIKey, nil)
-		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		require.Equal(t, http.StatusCreated, res.status, res.body)
 		var rot xpromo.KeyRotation
-		require.NoError(t, json.Unmarshal(res.body, &rot))
+		res.decode(t, &rot)
 		assert.Regexp(t, `^xp_test_[0-9A-Za-z]{32}$`, rot.APIKey)
 		assert.Equal(t, api.clock.Now().Add(24*time.Hour), rot.PreviousKeyExpiresAt)
 
 		assert.Equal(t, http.StatusOK, api.do("GET", score, a.APIKey, nil).status, "old key valid during the overlap")
 		assert.Equal(t, http.StatusOK, api.do("GET", score, rot.APIKey, nil).status)
-		api.clock.Add(24*time.Hour - time.Second)
+		api.clock.Advance(24*time.Hour - time.Second)
 		assert.Equal(t, http.StatusOK, api.do("GET", score, a.APIKey, nil).status)
-		api.clock.Add(time.Second)
+		api.clock.Advance(time.Second)
 		res = api.do("GET", score, a.APIKey, nil)
 		assert.Equal(t, http.StatusUnauthorized, res.status)
-		assert.Equal(t, "unauthorized", errCode(t, res))
+		assert.Equal(t, "unauthorized", res.code(t))
 		assert.Equal(t, http.StatusOK, api.do("GET", score, rot.APIKey, nil).status)
 	})
 }
@@ -251,7 +147,7 @@ func TestAppsAdmin(t *testing.T) {
 			for _, r := range []struct{ method, path string }{{"POST", approve}, {"GET", "/v1/admin/apps/" + a.AppID}, {"GET", "/v1/admin/audit"}} {
 				res := api.do(r.method, r.path, tok, nil)
 				assert.Equal(t, http.StatusUnauthorized, res.status, "%s %s with %q", r.method, r.path, tok)
-				assert.Equal(t, "unauthorized", errCode(t, res))
+				assert.Equal(t, "unauthorized", res.code(t))
 				assert.NotEmpty(t, res.header.Get("WWW-Authenticate"))
 			}
 		}
@@ -259,20 +155,20 @@ func TestAppsAdmin(t *testing.T) {
 
 		res := api.do("POST", "/v1/admin/apps/"+a.AppID+"/reject", adminToken, nil)
 		assert.Equal(t, http.StatusUnprocessableEntity, res.status)
-		assert.Equal(t, "missing_field", errCode(t, res))
+		assert.Equal(t, "missing_field", res.code(t))
 		res = api.do("POST", "/v1/admin/apps/"+a.AppID+"/reinstate", adminToken, nil)
 		assert.Equal(t, http.StatusConflict, res.status)
-		assert.Equal(t, "invalid_transition", errCode(t, res))
+		assert.Equal(t, "invalid_transition", res.code(t))
 		res = api.do("POST", "/v1/admin/apps/app_doesnotexist/approve", adminToken, nil)
 		assert.Equal(t, http.StatusNotFound, res.status)
 		res = api.do("POST", approve, adminToken, `{"reason":1}`)
-		assert.Equal(t, "invalid_type", errCode(t, res))
+		assert.Equal(t, "invalid_type", res.code(t))
 
-		api.clock.Add(time.Minute)
+		api.clock.Advance(time.Minute)
 		res = api.do("POST", approve, adminToken, xpromo.AdminActionRequest{Reason: "manual check"})
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.status, res.body)
 		var view xpromo.AdminApp
-		require.NoError(t, json.Unmarshal(res.body, &view))
+		res.decode(t, &view)
 		assert.Equal(t, xpromo.AppStatusApproved, view.Status)
 		assert.Equal(t, a.AppID, view.AppID)
 		assert.Nil(t, view.Category)
@@ -287,20 +183,20 @@ func TestAppsAdmin(t *testing.T) {
 		sc := api.do("GET", "/v1/apps/"+a.AppID+"/score", a.APIKey, nil).json(t)
 		assert.Equal(t, "approved", sc["status"])
 
-		api.clock.Add(time.Minute)
+		api.clock.Advance(time.Minute)
 		res = api.do("POST", "/v1/admin/apps/"+a.AppID+"/suspend", adminToken, nil) // no body at all
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.status, res.body)
 		sc = api.do("GET", "/v1/apps/"+a.AppID+"/score", a.APIKey, nil).json(t)
 		assert.Equal(t, "suspended", sc["status"], "a suspended app still reads its score")
 		assert.Contains(t, sc["reasons"], "operator_suspended")
 		res = api.do("POST", approve, adminToken, nil)
 		assert.Equal(t, http.StatusConflict, res.status)
 		res = api.do("POST", "/v1/admin/apps/"+a.AppID+"/reinstate", adminToken, xpromo.AdminActionRequest{})
-		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		require.Equal(t, http.StatusOK, res.status, res.body)
 
 		res = api.do("GET", "/v1/admin/apps/"+a.AppID, adminToken, nil)
 		require.Equal(t, http.StatusOK, res.status)
-		require.NoError(t, json.Unmarshal(res.body, &view))
+		res.decode(t, &view)
 		assert.Equal(t, xpromo.AppStatusApproved, view.Status)
 		assert.Len(t, view.StatusHistory, 4)
 		assert.Equal(t, http.StatusNotFound, api.do("GET", "/v1/admin/apps/app_doesnotexist", adminToken, nil).status)
@@ -308,7 +204,7 @@ func TestAppsAdmin(t *testing.T) {
 		res = api.do("GET", "/v1/admin/audit", adminToken, nil)
 		require.Equal(t, http.StatusOK, res.status)
 		var page xpromo.AuditPage
-		require.NoError(t, json.Unmarshal(res.body, &page))
+		res.decode(t, &page)
 		var actions []string
 		for _, e := range page.Entries {
 			actions = append(actions, e.Action)
@@ -316,12 +212,12 @@ func TestAppsAdmin(t *testing.T) {
 		assert.Equal(t, []string{"app.reinstate", "app.suspend", "app.approve"}, actions)
 		assert.JSONEq(t, `{"from":"pending","to":"approved","reason":"manual check"}`, string(page.Entries[2].Detail))
 		res = api.do("GET", "/v1/admin/audit?limit=1", adminToken, nil)
-		require.NoError(t, json.Unmarshal(res.body, &page))
+		res.decode(t, &page)
 		assert.Len(t, page.Entries, 1)
 		for _, bad := range []string{"0", "1001", "abc", ""} {
 			res = api.do("GET", "/v1/admin/audit?limit="+bad, adminToken, nil)
 			assert.Equal(t, http.StatusUnprocessableEntity, res.status, bad)
-			assert.Equal(t, "invalid_limit", errCode(t, res))
+			assert.Equal(t, "invalid_limit", res.code(t))
 		}
 	})
 }

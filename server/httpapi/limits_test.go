@@ -2,12 +2,10 @@ package httpapi_test
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -22,149 +20,21 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/httpapi"
-	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 	"github.com/xpromo/xpromo/server/wire"
 )
 
-// limitsPeerHeader lets a test choose the client address the server sees
-// (RemoteAddr), to exercise per-IP limits through a real HTTP server.
-const limitsPeerHeader = "X-Test-Peer"
-
-type limitsClock struct{ ns atomic.Int64 }
-
-var limitsStart = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-
-func newLimitsClock() *limitsClock {
-	c := &limitsClock{}
-	c.ns.Store(limitsStart.UnixNano())
-	return c
-}
-
-func (c *limitsClock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *limitsClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
-
-type limitsEnv struct {
-	t      *testing.T
-	url    string
-	clock  *limitsClock
-	srv    *httpapi.Server
-	client *http.Client // checks every exchange against openapi.json
-}
-
-// newLimitsEnv serves wire.New(cfg) on s; cfg.Now and cfg.BaseURL are
-// filled in. mount, if not nil, adds fixture routes (MountLimitsFixture)
-// before the server starts serving.
-func newLimitsEnv(t *testing.T, s storage.Store, cfg wire.Config, mount func(public, protected chi.Router)) *limitsEnv {
+// newLimitsEnv serves wire.New(cfg) on s, its clock starting at 21 Nov 2026
+// 10:00 UTC. mount, if not nil, adds fixture routes (MountLimitsFixture)
+// before any request is made.
+func newLimitsEnv(t *testing.T, s storage.Store, cfg wire.Config, mount func(public, protected chi.Router)) *testServer {
 	t.Helper()
-	e := &limitsEnv{t: t, clock: newLimitsClock(), client: openapitest.New(t).Client()}
-	var handler http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if peer := r.Header.Get(limitsPeerHeader); peer != "" {
-			r.RemoteAddr = peer
-		}
-		handler.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	cfg.Mode, cfg.BaseURL, cfg.Now = "test", ts.URL, e.clock.Now
-	if cfg.AdminToken == "" {
-		cfg.AdminToken = adminToken
-	}
-	srv, err := wire.New(cfg, s)
-	require.NoError(t, err)
+	e := serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), cfg)
 	if mount != nil {
-		srv.MountLimitsFixture(mount)
+		e.srv.MountLimitsFixture(mount)
 	}
-	e.srv, handler, e.url = srv, srv, ts.URL
 	return e
-}
-
-type limitsReq struct {
-	method, path string
-	key          string   // API key (or admin token) sent as a bearer token
-	body         string   // sent as application/json when not ""
-	idem         []string // Idempotency-Key header values
-	peer         string   // RemoteAddr the server sees ("" = the real one)
-	header       http.Header
-	raw          bool // not checked against openapi.json (fixture routes, HEAD)
-}
-
-type limitsResp struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r limitsResp) errCode(t *testing.T) string {
-	t.Helper()
-	var e xpromo.ErrorResponse
-	require.NoError(t, json.Unmarshal(r.body, &e), string(r.body))
-	return e.Error.Code
-}
-
-func (r limitsResp) replayed() bool { return r.header.Get(httpapi.IdempotentReplayedHeader) == "true" }
-
-// send makes one request; it reports problems with t.Errorf only, so that
-// it may run in goroutines.
-func (e *limitsEnv) send(q limitsReq) (limitsResp, error) {
-	var body io.Reader
-	if q.body != "" {
-		body = strings.NewReader(q.body)
-	}
-	req, err := http.NewRequest(q.method, e.url+q.path, body)
-	if err != nil {
-		return limitsResp{}, err
-	}
-	for k, vs := range q.header {
-		req.Header[k] = vs
-	}
-	if q.body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if q.key != "" {
-		req.Header.Set("Authorization", "Bearer "+q.key)
-	}
-	for _, v := range q.idem {
-		req.Header.Add("Idempotency-Key", v)
-	}
-	if q.peer != "" {
-		req.Header.Set(limitsPeerHeader, q.peer)
-	}
-	client := e.client
-	if q.raw {
-		client = http.DefaultClient
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return limitsResp{}, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	return limitsResp{status: res.StatusCode, header: res.Header, body: b}, err
-}
-
-func (e *limitsEnv) do(q limitsReq) limitsResp {
-	e.t.Helper()
-	r, err := e.send(q)
-	require.NoError(e.t, err)
-	return r
-}
-
-// register creates an app from peer and returns its id and API key.
-func (e *limitsEnv) register(peer string) (string, string) {
-	e.t.Helper()
-	r := e.do(limitsReq{method: "POST", path: "/v1/apps", body: limitsApp("Snip"), peer: peer})
-	require.Equal(e.t, http.StatusCreated, r.status, string(r.body))
-	var out xpromo.RegisterAppResponse
-	require.NoError(e.t, json.Unmarshal(r.body, &out))
-	return out.AppID, out.APIKey
-}
-
-func limitsApp(name string) string {
-	b, _ := json.Marshal(xpromo.RegisterAppRequest{Name: name, Platform: xpromo.PlatformMac, BundleID: "com.example.snip",
-		Domain: "example.com", DownloadURL: "https://example.com/Snip.zip", ContactEmail: "dev@example.com"})
-	return string(b)
 }
 
 // invalidApp is a registration refused with 422 (a write that changes
@@ -172,7 +42,7 @@ func limitsApp(name string) string {
 const invalidApp = `{"name":"","platform":"mac","bundle_id":"com.example.x","domain":"example.com","download_url":"https://example.com/x.zip","contact_email":"dev@example.com"}`
 
 // assertLimitHeaders checks the five rate limit headers exactly.
-func assertLimitHeaders(t *testing.T, r limitsResp, policy string, limit, window, remaining, reset int) {
+func assertLimitHeaders(t *testing.T, r response, policy string, limit, window, remaining, reset int) {
 	t.Helper()
 	want := map[string]string{
 		"RateLimit-Policy":    fmt.Sprintf(`"%s";q=%d;w=%d`, policy, limit, window),
@@ -200,43 +70,44 @@ func TestLimitsHeadersOnEveryResponse(t *testing.T) {
 		e := newLimitsEnv(t, s, wire.Config{ReadLimit: 5, WriteLimit: 3}, nil)
 		const peer = "192.0.2.10:5555"
 
-		r := e.do(limitsReq{method: "GET", path: "/v1/rate-card", peer: peer})
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		r := e.send(request{method: "GET", path: "/v1/rate-card", peer: peer})
+		require.Equal(t, http.StatusOK, r.status, r.body)
 		assertLimitHeaders(t, r, "read", 5, 60, 4, 60)
 		assert.Empty(t, r.header.Get("Retry-After"))
 
-		e.clock.Add(10 * time.Second)
-		r = e.do(limitsReq{method: "GET", path: "/v1/apps/app_x/score", peer: peer})
+		e.clock.Advance(10 * time.Second)
+		r = e.send(request{method: "GET", path: "/v1/apps/app_x/score", peer: peer})
 		require.Equal(t, http.StatusUnauthorized, r.status)
 		assertLimitHeaders(t, r, "read", 5, 60, 3, 50)
 
 		// A bad key is limited by IP too.
-		r = e.do(limitsReq{method: "GET", path: "/v1/apps/app_x/score", key: "xp_test_nonsense", peer: peer})
+		r = e.send(request{method: "GET", path: "/v1/apps/app_x/score", key: "xp_test_nonsense", peer: peer})
 		require.Equal(t, http.StatusUnauthorized, r.status)
 		assertLimitHeaders(t, r, "read", 5, 60, 2, 50)
 
-		r = e.do(limitsReq{method: "GET", path: "/v1/no-such-route", peer: peer})
+		r = e.send(request{method: "GET", path: "/v1/no-such-route", peer: peer})
 		require.Equal(t, http.StatusNotFound, r.status)
 		assertLimitHeaders(t, r, "read", 5, 60, 1, 50)
 
 		// HEAD is a read.
-		r = e.do(limitsReq{method: "HEAD", path: "/v1/rate-card", peer: peer, raw: true})
+		r = e.send(request{method: "HEAD", path: "/v1/rate-card", peer: peer, raw: true})
 		require.Equal(t, http.StatusOK, r.status)
 		assertLimitHeaders(t, r, "read", 5, 60, 0, 50)
 
 		// Writes have their own window, opened by the first write.
-		appID, key := e.register(peer)
-		r = e.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
-		require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+		app := e.registerFrom(peer, snip())
+		appID, key := app.AppID, app.APIKey
+		r = e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, r.body)
 		assertLimitHeaders(t, r, "write", 3, 60, 1, 60)
 
 		// With a valid key the budget is the app's, not the IP's.
-		e.clock.Add(5 * time.Second)
-		r = e.do(limitsReq{method: "GET", path: "/v1/apps/app_someone_else/score", key: key, peer: peer})
-		require.Equal(t, http.StatusNotFound, r.status, string(r.body))
+		e.clock.Advance(5 * time.Second)
+		r = e.send(request{method: "GET", path: "/v1/apps/app_someone_else/score", key: key, peer: peer})
+		require.Equal(t, http.StatusNotFound, r.status, r.body)
 		assertLimitHeaders(t, r, "read", 5, 60, 4, 60)
-		r = e.do(limitsReq{method: "GET", path: "/v1/apps/" + appID + "/score", key: key, peer: peer})
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		r = e.send(request{method: "GET", path: "/v1/apps/" + appID + "/score", key: key, peer: peer})
+		require.Equal(t, http.StatusOK, r.status, r.body)
 		assertLimitHeaders(t, r, "read", 5, 60, 3, 60)
 	})
 }
@@ -247,19 +118,20 @@ func TestLimitsHeadersOnEveryResponse(t *testing.T) {
 func TestLimitsWritesOverTheLimit(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newLimitsEnv(t, s, wire.Config{ReadLimit: 5, WriteLimit: 3}, nil)
-		appID, key := e.register("192.0.2.20:1")
-		write := limitsReq{method: "POST", path: "/v1/apps/app_not_mine/keys/rotate", key: key, peer: "192.0.2.20:1"}
+		app := e.registerFrom("192.0.2.20:1", snip())
+		appID, key := app.AppID, app.APIKey
+		write := request{method: "POST", path: "/v1/apps/app_not_mine/keys/rotate", key: key, peer: "192.0.2.20:1"}
 		for i := range 3 {
-			r := e.do(write)
-			require.Equal(t, http.StatusNotFound, r.status, string(r.body))
+			r := e.send(write)
+			require.Equal(t, http.StatusNotFound, r.status, r.body)
 			assertLimitHeaders(t, r, "write", 3, 60, 2-i, 60-15*i)
-			e.clock.Add(15 * time.Second)
+			e.clock.Advance(15 * time.Second)
 		}
-		r := e.do(write)
+		r := e.send(write)
 		require.Equal(t, http.StatusTooManyRequests, r.status)
-		assert.Equal(t, apperr.RateLimited, r.errCode(t))
+		assert.Equal(t, apperr.RateLimited, r.code(t))
 		var body xpromo.ErrorResponse
-		require.NoError(t, json.Unmarshal(r.body, &body))
+		r.decode(t, &body)
 		require.NotNil(t, body.Error.RetryAfter)
 		assert.Equal(t, e.clock.Now().Add(15*time.Second), *body.Error.RetryAfter)
 		assert.Equal(t, "15", r.header.Get("Retry-After"))
@@ -267,30 +139,30 @@ func TestLimitsWritesOverTheLimit(t *testing.T) {
 
 		// Any write, on any route, shares the budget; unauthenticated writes
 		// from the same address do not (they are the IP's).
-		r = e.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp, key: key, peer: "192.0.2.20:1"})
+		r = e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, key: key, peer: "192.0.2.20:1"})
 		require.Equal(t, http.StatusTooManyRequests, r.status)
-		r = e.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp, peer: "192.0.2.20:1"})
+		r = e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: "192.0.2.20:1"})
 		require.Equal(t, http.StatusUnprocessableEntity, r.status)
 		assertLimitHeaders(t, r, "write", 3, 60, 1, 15)
 
 		// Reads have their own budget.
-		r = e.do(limitsReq{method: "GET", path: "/v1/apps/" + appID + "/score", key: key})
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		r = e.send(request{method: "GET", path: "/v1/apps/" + appID + "/score", key: key})
+		require.Equal(t, http.StatusOK, r.status, r.body)
 		assertLimitHeaders(t, r, "read", 5, 60, 4, 60)
 
 		// Another app is not affected.
-		_, other := e.register("192.0.2.21:1")
-		r = e.do(limitsReq{method: "POST", path: "/v1/apps/app_not_mine/keys/rotate", key: other})
+		other := e.registerFrom("192.0.2.21:1", snip()).APIKey
+		r = e.send(request{method: "POST", path: "/v1/apps/app_not_mine/keys/rotate", key: other})
 		require.Equal(t, http.StatusNotFound, r.status)
 		assertLimitHeaders(t, r, "write", 3, 60, 2, 60)
 
 		// 1 s before the window closes: still refused; at its end: allowed.
-		e.clock.Add(14 * time.Second)
-		r = e.do(write)
+		e.clock.Advance(14 * time.Second)
+		r = e.send(write)
 		require.Equal(t, http.StatusTooManyRequests, r.status)
 		assert.Equal(t, "1", r.header.Get("Retry-After"))
-		e.clock.Add(time.Second)
-		r = e.do(write)
+		e.clock.Advance(time.Second)
+		r = e.send(write)
 		require.Equal(t, http.StatusNotFound, r.status)
 		assertLimitHeaders(t, r, "write", 3, 60, 2, 60)
 	})
@@ -303,7 +175,7 @@ func TestLimitsPerIP(t *testing.T) {
 		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 2}, nil)
 		post := func(peer string, header http.Header) int {
 			t.Helper()
-			r := e.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer, header: header})
+			r := e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer, header: header})
 			return r.status
 		}
 		assert.Equal(t, 422, post("192.0.2.1:1000", nil))
@@ -338,14 +210,14 @@ func TestLimitsRedisSharedAcrossInstances(t *testing.T) {
 	b := newLimitsEnv(t, store, cfg, nil)
 	// A caller of its own: Redis outlives test runs.
 	peer := randomPeer()
-	for i, e := range []*limitsEnv{a, b, a} {
-		r := e.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
+	for i, e := range []*testServer{a, b, a} {
+		r := e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
 		require.Equal(t, http.StatusUnprocessableEntity, r.status, "write %d", i+1)
 		assertLimitHeaders(t, r, "write", 3, 60, 2-i, 60)
 	}
-	r := b.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
+	r := b.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
 	require.Equal(t, http.StatusTooManyRequests, r.status)
-	assert.Equal(t, apperr.RateLimited, r.errCode(t))
+	assert.Equal(t, apperr.RateLimited, r.code(t))
 	assert.Equal(t, "60", r.header.Get("Retry-After"))
 	assertLimitHeaders(t, r, "write", 3, 60, 0, 60)
 }
@@ -359,8 +231,8 @@ func TestLimitsFailOpen(t *testing.T) {
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	}, nil)
 	for range 3 {
-		r := e.do(limitsReq{method: "POST", path: "/v1/apps", body: invalidApp})
-		require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+		r := e.send(request{method: "POST", path: "/v1/apps", body: invalidApp})
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, r.body)
 		assert.Equal(t, `"write";q=1;w=60`, r.header.Get("RateLimit-Policy"))
 		assert.Equal(t, "1", r.header.Get("RateLimit-Limit"))
 		for _, h := range []string{"RateLimit", "RateLimit-Remaining", "RateLimit-Reset"} {
@@ -368,8 +240,8 @@ func TestLimitsFailOpen(t *testing.T) {
 		}
 	}
 	assert.Contains(t, logs.String(), "rate limiter unavailable")
-	r := e.do(limitsReq{method: "GET", path: "/metrics", raw: true})
-	assert.Contains(t, string(r.body), "xpromo_ratelimit_failures_total 3")
+	r := e.send(request{method: "GET", path: "/metrics", raw: true})
+	assert.Contains(t, r.body, "xpromo_ratelimit_failures_total 3")
 }
 
 // --- Idempotency-Key ---
@@ -380,55 +252,55 @@ func TestIdempotencyRegistrationReplay(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 1000}, nil)
 		const peer = "192.0.2.30:1"
-		reg := limitsReq{method: "POST", path: "/v1/apps", body: limitsApp("Snip"), idem: []string{"reg-8e03978e"}, peer: peer}
-		first := e.do(reg)
-		require.Equal(t, http.StatusCreated, first.status, string(first.body))
+		reg := request{method: "POST", path: "/v1/apps", body: snip(), idem: []string{"reg-8e03978e"}, peer: peer}
+		first := e.send(reg)
+		require.Equal(t, http.StatusCreated, first.status, first.body)
 		assert.False(t, first.replayed())
 		var app xpromo.RegisterAppResponse
-		require.NoError(t, json.Unmarshal(first.body, &app))
+		first.decode(t, &app)
 
-		e.clock.Add(time.Hour)
-		again := e.do(reg)
+		e.clock.Advance(time.Hour)
+		again := e.send(reg)
 		require.Equal(t, http.StatusCreated, again.status)
 		assert.True(t, again.replayed())
-		assert.Equal(t, string(first.body), string(again.body)) // same app_id and api_key: one app
+		assert.Equal(t, first.body, again.body) // same app_id and api_key: one app
 		assert.Equal(t, first.header.Get("Content-Type"), again.header.Get("Content-Type"))
 		// Rate limit headers are today's, not the stored ones.
 		assertLimitHeaders(t, again, "write", 1000, 60, 999, 60)
 		// The quoted Structured Field form is the same key.
 		quoted := reg
 		quoted.idem = []string{`"reg-8e03978e"`}
-		assert.Equal(t, string(first.body), string(e.do(quoted).body))
+		assert.Equal(t, first.body, e.send(quoted).body)
 		// The replayed key works.
-		r := e.do(limitsReq{method: "GET", path: "/v1/apps/" + app.AppID + "/score", key: app.APIKey})
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		r := e.send(request{method: "GET", path: "/v1/apps/" + app.AppID + "/score", key: app.APIKey})
+		require.Equal(t, http.StatusOK, r.status, r.body)
 
 		// The same key with another body is a misuse.
 		changed := reg
-		changed.body = limitsApp("Other")
-		r = e.do(changed)
+		changed.body = appRequest("Other", xpromo.PlatformMac)
+		r = e.send(changed)
 		require.Equal(t, http.StatusUnprocessableEntity, r.status)
-		assert.Equal(t, apperr.IdempotencyKeyReused, r.errCode(t))
+		assert.Equal(t, apperr.IdempotencyKeyReused, r.code(t))
 
 		// Keys are per caller: another client's identical key is its own
 		// (and never sees this client's api_key).
 		other := reg
 		other.peer = "192.0.2.31:1"
-		r = e.do(other)
+		r = e.send(other)
 		require.Equal(t, http.StatusCreated, r.status)
 		assert.False(t, r.replayed())
-		assert.NotContains(t, string(r.body), app.APIKey)
-		assert.NotContains(t, string(r.body), app.AppID)
+		assert.NotContains(t, r.body, app.APIKey)
+		assert.NotContains(t, r.body, app.AppID)
 
 		// Kept 24 hours from the first use: then the request runs again.
-		e.clock.Add(23*time.Hour - time.Second)
-		assert.True(t, e.do(reg).replayed())
-		e.clock.Add(time.Second)
-		r = e.do(reg)
+		e.clock.Advance(23*time.Hour - time.Second)
+		assert.True(t, e.send(reg).replayed())
+		e.clock.Advance(time.Second)
+		r = e.send(reg)
 		require.Equal(t, http.StatusCreated, r.status)
 		assert.False(t, r.replayed())
 		var later xpromo.RegisterAppResponse
-		require.NoError(t, json.Unmarshal(r.body, &later))
+		r.decode(t, &later)
 		assert.NotEqual(t, app.AppID, later.AppID)
 	})
 }
@@ -443,14 +315,14 @@ func TestIdempotencyInvalidKey(t *testing.T) {
 			{`""`},
 			{"one", "two"},
 		} {
-			r := e.do(limitsReq{method: "POST", path: "/v1/apps", body: limitsApp("Snip"), idem: idem})
+			r := e.send(request{method: "POST", path: "/v1/apps", body: snip(), idem: idem})
 			require.Equal(t, http.StatusBadRequest, r.status, "%q: %s", idem, r.body)
-			assert.Equal(t, apperr.InvalidIdempotencyKey, r.errCode(t), "%q", idem)
+			assert.Equal(t, apperr.InvalidIdempotencyKey, r.code(t), "%q", idem)
 			assertLimitHeaders(t, r, "write", 1000, 60, 999, 60)
-			e.clock.Add(time.Minute) // a fresh window each time
+			e.clock.Advance(time.Minute) // a fresh window each time
 		}
-		r := e.do(limitsReq{method: "POST", path: "/v1/apps", body: limitsApp("Snip"), idem: []string{strings.Repeat("k", 255)}})
-		require.Equal(t, http.StatusCreated, r.status, string(r.body))
+		r := e.send(request{method: "POST", path: "/v1/apps", body: snip(), idem: []string{strings.Repeat("k", 255)}})
+		require.Equal(t, http.StatusCreated, r.status, r.body)
 	})
 }
 
@@ -459,13 +331,13 @@ func TestIdempotencyInvalidKey(t *testing.T) {
 func TestIdempotencyConcurrentRegistrations(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 1000}, nil)
-		reg := limitsReq{method: "POST", path: "/v1/apps", body: limitsApp("Snip"), idem: []string{"concurrent"}}
+		reg := request{method: "POST", path: "/v1/apps", body: snip(), idem: []string{"concurrent"}}
 		const n = 12
-		results := make(chan limitsResp, n)
+		results := make(chan response, n)
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
-				r, err := e.send(reg)
+				r, err := e.trySend(reg)
 				if err != nil {
 					t.Error(err)
 					return
@@ -481,12 +353,12 @@ func TestIdempotencyConcurrentRegistrations(t *testing.T) {
 			switch {
 			case r.status == http.StatusCreated && r.replayed():
 				replays++
-				bodies[string(r.body)] = true
+				bodies[r.body] = true
 			case r.status == http.StatusCreated:
 				ran++
-				bodies[string(r.body)] = true
+				bodies[r.body] = true
 			case r.status == http.StatusConflict:
-				assert.Equal(t, apperr.IdempotencyKeyInUse, r.errCode(t))
+				assert.Equal(t, apperr.IdempotencyKeyInUse, r.code(t))
 			default:
 				t.Errorf("unexpected %d: %s", r.status, r.body)
 			}
@@ -494,9 +366,9 @@ func TestIdempotencyConcurrentRegistrations(t *testing.T) {
 		assert.Equal(t, 1, ran, "requests that ran")
 		assert.Len(t, bodies, 1, "distinct registrations returned")
 		// Once finished, every retry is a replay of that one registration.
-		r := e.do(reg)
+		r := e.send(reg)
 		require.True(t, r.replayed())
-		assert.True(t, bodies[string(r.body)])
+		assert.True(t, bodies[r.body])
 	})
 }
 
@@ -544,14 +416,19 @@ func (f *limitsFixture) mount(public, protected chi.Router) {
 	protected.Post("/private/{what}/{code}", handle)
 }
 
-func newFixtureEnv(t *testing.T, s storage.Store) (*limitsEnv, *limitsFixture) {
+func newFixtureEnv(t *testing.T, s storage.Store) (*testServer, *limitsFixture) {
 	f := &limitsFixture{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	return newLimitsEnv(t, s, wire.Config{WriteLimit: 1000, ReadLimit: 1000}, f.mount), f
 }
 
-func (e *limitsEnv) fixture(method, path, key, body string, idem ...string) limitsResp {
+// fixture sends a request to a fixture route; body "" is none.
+func (e *testServer) fixture(method, path, key, body string, idem ...string) response {
 	e.t.Helper()
-	return e.do(limitsReq{method: method, path: "/fixture" + path, key: key, body: body, idem: idem, raw: true})
+	q := request{method: method, path: "/fixture" + path, key: key, idem: idem, raw: true}
+	if body != "" {
+		q.body = body
+	}
+	return e.send(q)
 }
 
 // What is stored and replayed: final answers (2xx, 4xx) are; server errors,
@@ -562,11 +439,11 @@ func TestIdempotencyWhatIsStored(t *testing.T) {
 
 		first := e.fixture("POST", "/x/201", "", `{"a":1}`, "k1")
 		require.Equal(t, 201, first.status)
-		assert.JSONEq(t, `{"run":1,"body":"{\"a\":1}"}`, string(first.body)) // the handler got the body
+		assert.JSONEq(t, `{"run":1,"body":"{\"a\":1}"}`, first.body) // the handler got the body
 		again := e.fixture("POST", "/x/201", "", `{"a":1}`, "k1")
 		assert.Equal(t, 201, again.status)
 		assert.True(t, again.replayed())
-		assert.Equal(t, string(first.body), string(again.body))
+		assert.Equal(t, first.body, again.body)
 		assert.Equal(t, "/things/1", again.header.Get("Location"))
 		assert.Equal(t, "application/json", again.header.Get("Content-Type"))
 		assert.NotEmpty(t, again.header.Get(httpapi.RequestIDHeader))
@@ -586,7 +463,7 @@ func TestIdempotencyWhatIsStored(t *testing.T) {
 				r := e.fixture("POST", "/x/"+code, "", `{}`, "k-"+code)
 				assert.Equal(t, code, fmt.Sprint(r.status))
 				assert.False(t, r.replayed())
-				assert.Contains(t, string(r.body), fmt.Sprintf(`"run":%d`, i+1))
+				assert.Contains(t, r.body, fmt.Sprintf(`"run":%d`, i+1))
 			}
 		}
 		// "Retry" conflicts run again; other conflicts are answers.
@@ -617,9 +494,9 @@ func TestIdempotencyWhatIsStored(t *testing.T) {
 		// The fingerprint covers the path (and query) as well as the body.
 		r = e.fixture("POST", "/x/201?v=2", "", `{"a":1}`, "k1")
 		assert.Equal(t, 422, r.status)
-		assert.Equal(t, apperr.IdempotencyKeyReused, r.errCode(t))
+		assert.Equal(t, apperr.IdempotencyKeyReused, r.code(t))
 		r = e.fixture("POST", "/y/201", "", `{"a":1}`, "k1")
-		assert.Equal(t, apperr.IdempotencyKeyReused, r.errCode(t))
+		assert.Equal(t, apperr.IdempotencyKeyReused, r.code(t))
 	})
 }
 
@@ -627,11 +504,11 @@ func TestIdempotencyWhatIsStored(t *testing.T) {
 func TestIdempotencyScopes(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e, f := newFixtureEnv(t, s)
-		_, keyA := e.register("")
-		_, keyB := e.register("")
+		_, keyA := e.newApp()
+		_, keyB := e.newApp()
 		for _, key := range []string{keyA, keyB, keyA, keyB} {
 			r := e.fixture("POST", "/private/x/201", key, `{}`, "shared")
-			require.Equal(t, 201, r.status, string(r.body))
+			require.Equal(t, 201, r.status, r.body)
 		}
 		assert.EqualValues(t, 2, f.count("/fixture/private/x/201"))
 
@@ -651,9 +528,9 @@ func TestIdempotencyInUse(t *testing.T) {
 		// would wait for it forever.
 		release := sync.OnceFunc(func() { close(f.release) })
 		t.Cleanup(release)
-		done := make(chan limitsResp, 1)
+		done := make(chan response, 1)
 		go func() {
-			r, err := e.send(limitsReq{method: "POST", path: "/fixture/block/201", body: `{}`, idem: []string{"slow"}, raw: true})
+			r, err := e.trySend(request{method: "POST", path: "/fixture/block/201", body: `{}`, idem: []string{"slow"}, raw: true})
 			if err != nil {
 				t.Error(err)
 			}
@@ -662,20 +539,20 @@ func TestIdempotencyInUse(t *testing.T) {
 		<-f.started
 		r := e.fixture("POST", "/block/201", "", `{}`, "slow")
 		assert.Equal(t, http.StatusConflict, r.status)
-		assert.Equal(t, apperr.IdempotencyKeyInUse, r.errCode(t))
+		assert.Equal(t, apperr.IdempotencyKeyInUse, r.code(t))
 		// Past its lease a claim counts as abandoned (its request crashed),
 		// and a retry may take it over; a live one cannot tell, so this
 		// checks only the refusal before the lease ends.
-		e.clock.Add(59 * time.Second)
+		e.clock.Advance(59 * time.Second)
 		r = e.fixture("POST", "/block/201", "", `{}`, "slow")
-		assert.Equal(t, apperr.IdempotencyKeyInUse, r.errCode(t))
+		assert.Equal(t, apperr.IdempotencyKeyInUse, r.code(t))
 
 		release()
 		first := <-done
 		require.Equal(t, 201, first.status)
 		r = e.fixture("POST", "/block/201", "", `{}`, "slow")
 		assert.True(t, r.replayed())
-		assert.Equal(t, string(first.body), string(r.body))
+		assert.Equal(t, first.body, r.body)
 		assert.EqualValues(t, 1, f.count("/fixture/block/201"))
 	})
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,109 +19,22 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ledger"
-	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 	"github.com/xpromo/xpromo/server/wire"
 )
 
-const mktAdminToken = "market-admin-token"
-
-// mktEnv is the whole server (wire.New) on one store, behind a client whose
-// every exchange is checked against openapi.json.
+// mktEnv is a server whose clock starts at 21 Nov 2026 12:00 UTC, with the
+// apps domain on its store to move apps through their statuses.
 type mktEnv struct {
-	t      *testing.T
-	store  storage.Store
-	url    string
-	client *http.Client
-	apps   *apps.Service
-
-	mu  sync.Mutex
-	now time.Time
+	*testServer
+	apps *apps.Service
 }
 
 func newMktEnv(t *testing.T, s storage.Store) *mktEnv {
 	t.Helper()
-	e := &mktEnv{t: t, store: s, now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	var handler http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	srv, err := wire.New(wire.Config{Mode: "test", AdminToken: mktAdminToken, BaseURL: ts.URL, Now: e.Now,
-		ReadLimit: 100000, WriteLimit: 100000}, s)
-	require.NoError(t, err)
-	handler, e.url = srv, ts.URL
-	e.client = openapitest.New(t).Client()
-	e.apps = &apps.Service{Update: storage.Updater[apps.Tx](s), View: storage.Viewer[apps.Tx](s), Now: e.Now}
-	return e
-}
-
-func (e *mktEnv) Now() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.now
-}
-
-func (e *mktEnv) advance(d time.Duration) {
-	e.mu.Lock()
-	e.now = e.now.Add(d)
-	e.mu.Unlock()
-}
-
-type mktResponse struct {
-	status int
-	body   string
-}
-
-// code returns the Error body's code.
-func (r mktResponse) code(t *testing.T) string {
-	t.Helper()
-	var e xpromo.ErrorResponse
-	require.NoError(t, json.Unmarshal([]byte(r.body), &e), r.body)
-	return e.Error.Code
-}
-
-// do sends a request: bearer key if key != "", a JSON body if body != nil
-// (a string is sent as is).
-func (e *mktEnv) do(method, path, key string, body any) mktResponse {
-	t := e.t
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, ok := body.(string)
-		if !ok {
-			b, err := json.Marshal(body)
-			require.NoError(t, err)
-			raw = string(b)
-		}
-		rd = strings.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	require.NoError(t, err)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := e.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return mktResponse{status: res.StatusCode, body: strings.TrimSuffix(string(b), "\n")}
-}
-
-type mktApp struct{ id, key string }
-
-func (e *mktEnv) register(name string, platform xpromo.Platform) mktApp {
-	e.t.Helper()
-	res := e.do("POST", "/v1/apps", "", xpromo.RegisterAppRequest{Name: name, Platform: platform,
-		BundleID: "com.example." + strings.ToLower(name), Domain: "example.com",
-		DownloadURL: "https://example.com/" + name + ".zip", ContactEmail: "dev@example.com"})
-	require.Equal(e.t, http.StatusCreated, res.status, res.body)
-	var out xpromo.RegisterAppResponse
-	require.NoError(e.t, json.Unmarshal([]byte(res.body), &out))
-	return mktApp{id: out.AppID, key: out.APIKey}
+	srv := serve(t, s, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), unlimited)
+	return &mktEnv{testServer: srv, apps: &apps.Service{Update: storage.Updater[apps.Tx](s), View: storage.Viewer[apps.Tx](s), Now: srv.clock.Now}}
 }
 
 // goLive moves an app through the status machine to live.
@@ -139,8 +50,8 @@ func (e *mktEnv) goLive(appID string) {
 	}))
 }
 
-// post applies ledger operations at time at, in one transaction.
-func (e *mktEnv) post(at time.Time, ops ...ledger.Operation) {
+// postAt applies ledger operations at time at, in one transaction.
+func (e *mktEnv) postAt(at time.Time, ops ...ledger.Operation) {
 	e.t.Helper()
 	require.NoError(e.t, e.store.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		_, errs, err := ledger.Apply(ctx, tx, at, ops)
@@ -160,15 +71,15 @@ func (e *mktEnv) topUp(appID string, amount int64, at time.Time) {
 	e.t.Helper()
 	op, err := ledger.TopUp(fmt.Sprintf("topup:%s:%d:%d", appID, amount, at.UnixNano()), appID, amount, "")
 	require.NoError(e.t, err)
-	e.post(at, op)
+	e.postAt(at, op)
 }
 
-func (e *mktEnv) createCampaign(app mktApp, body string) xpromo.Campaign {
+func (e *mktEnv) createCampaign(app xpromo.RegisterAppResponse, body string) xpromo.Campaign {
 	e.t.Helper()
-	res := e.do("POST", "/v1/campaigns", app.key, body)
+	res := e.do("POST", "/v1/campaigns", app.APIKey, body)
 	require.Equal(e.t, http.StatusCreated, res.status, res.body)
 	var c xpromo.Campaign
-	require.NoError(e.t, json.Unmarshal([]byte(res.body), &c))
+	res.decode(e.t, &c)
 	return c
 }
 
@@ -205,23 +116,23 @@ func TestMarketAdminFloorCut(t *testing.T) {
 
 		res := e.do("POST", path, "", cut)
 		assert.Equal(t, http.StatusUnauthorized, res.status)
-		app := e.register("Snip", xpromo.PlatformMac)
-		res = e.do("POST", path, app.key, cut)
+		app := e.register(snip())
+		res = e.do("POST", path, app.APIKey, cut)
 		assert.Equal(t, http.StatusUnauthorized, res.status, "an API key is not the admin token")
 
-		res = e.do("POST", path, mktAdminToken, cut)
+		res = e.do("POST", path, adminToken, cut)
 		require.Equal(t, http.StatusOK, res.status, res.body)
 		assert.Equal(t, `{"key":"productivity","label":"Productivity","floors":{"mac":400,"win":250}}`, res.body)
 		assert.Contains(t, e.do("GET", "/v1/rate-card", "", nil).body,
 			`{"key":"productivity","label":"Productivity","floor_cents_min":250,"floor_cents_max":400}`)
 
 		// Equal: 200, nothing changes.
-		res = e.do("POST", path, mktAdminToken, cut)
+		res = e.do("POST", path, adminToken, cut)
 		assert.Equal(t, http.StatusOK, res.status, res.body)
 		assert.Equal(t, `{"key":"productivity","label":"Productivity","floors":{"mac":400,"win":250}}`, res.body)
 
 		// Up, even back to where it was: 409.
-		res = e.do("POST", path, mktAdminToken, `{"platform":"win","floor_cents":300,"reason":"undo"}`)
+		res = e.do("POST", path, adminToken, `{"platform":"win","floor_cents":300,"reason":"undo"}`)
 		assert.Equal(t, http.StatusConflict, res.status)
 		assert.Equal(t, "floor_cannot_rise", res.code(t))
 
@@ -237,7 +148,7 @@ func TestMarketAdminFloorCut(t *testing.T) {
 			{path, `{"platform":"mac","floor_cents":"100","reason":"r"}`, 422, "invalid_type"},
 			{path, `{"platform":"mac","floor_cents":100,"reason":"r","category":"x"}`, 422, "unknown_field"},
 		} {
-			res := e.do("POST", c.path, mktAdminToken, c.body)
+			res := e.do("POST", c.path, adminToken, c.body)
 			assert.Equal(t, c.status, res.status, c.body)
 			assert.Equal(t, c.code, res.code(t), c.body)
 		}
@@ -257,7 +168,7 @@ func TestMarketAdminFloorCut(t *testing.T) {
 
 		// Campaigns see the cut floor; a restart with the shipped catalogue
 		// (win productivity 300, above the cut) refuses to start.
-		_, err = wire.New(wire.Config{Mode: "test", Now: e.Now}, s)
+		_, err = wire.New(wire.Config{Mode: "test", Now: e.clock.Now}, s)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "floor_cannot_rise")
 	})
@@ -266,26 +177,26 @@ func TestMarketAdminFloorCut(t *testing.T) {
 func TestMarketCreateCampaign(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newMktEnv(t, s)
-		mac := e.register("Snip", xpromo.PlatformMac)
-		win := e.register("Paint", xpromo.PlatformWin)
+		mac := e.register(snip())
+		win := e.register(appRequest("Paint", xpromo.PlatformWin))
 
 		// Floor = the highest floor of the categories on the app's platform:
 		// finance on mac is 600.
-		res := e.do("POST", "/v1/campaigns", mac.key, fmt.Sprintf(`{"app_id":%q,"categories":["productivity","finance"],"daily_budget_cents":5000}`, mac.id))
+		res := e.do("POST", "/v1/campaigns", mac.APIKey, fmt.Sprintf(`{"app_id":%q,"categories":["productivity","finance"],"daily_budget_cents":5000}`, mac.AppID))
 		require.Equal(t, http.StatusCreated, res.status, res.body)
 		var c xpromo.Campaign
-		require.NoError(t, json.Unmarshal([]byte(res.body), &c))
+		res.decode(t, &c)
 		assert.True(t, strings.HasPrefix(c.CampaignID, "cmp_"), c.CampaignID)
 		assert.Equal(t, fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":5000,"status":"throttled","floor_cents":600,"max_bid_cents":null}`, c.CampaignID), res.body)
 
 		// On win, productivity (300) beats games (150); a bid at the floor.
-		c = e.createCampaign(win, fmt.Sprintf(`{"app_id":%q,"categories":["games","productivity"],"daily_budget_cents":1000,"max_bid_cents":300}`, win.id))
+		c = e.createCampaign(win, fmt.Sprintf(`{"app_id":%q,"categories":["games","productivity"],"daily_budget_cents":1000,"max_bid_cents":300}`, win.AppID))
 		assert.Equal(t, xpromo.Campaign{CampaignID: c.CampaignID, DailyBudgetCents: 1000, Status: "throttled", FloorCents: 300, MaxBidCents: new(int64(300))}, c)
 
 		// The floor follows cuts.
-		res = e.do("POST", "/v1/admin/categories/finance/floors", mktAdminToken, `{"platform":"mac","floor_cents":550,"reason":"r"}`)
+		res = e.do("POST", "/v1/admin/categories/finance/floors", adminToken, `{"platform":"mac","floor_cents":550,"reason":"r"}`)
 		require.Equal(t, http.StatusOK, res.status, res.body)
-		c = e.createCampaign(mac, fmt.Sprintf(`{"app_id":%q,"categories":["finance"],"daily_budget_cents":1000,"max_bid_cents":550}`, mac.id))
+		c = e.createCampaign(mac, fmt.Sprintf(`{"app_id":%q,"categories":["finance"],"daily_budget_cents":1000,"max_bid_cents":550}`, mac.AppID))
 		assert.Equal(t, int64(550), c.FloorCents)
 	})
 }
@@ -293,9 +204,9 @@ func TestMarketCreateCampaign(t *testing.T) {
 func TestMarketCampaignValidation(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newMktEnv(t, s)
-		a := e.register("Snip", xpromo.PlatformMac)
-		b := e.register("Paint", xpromo.PlatformWin)
-		body := func(fields string) string { return fmt.Sprintf(`{"app_id":%q,%s}`, a.id, fields) }
+		a := e.register(snip())
+		b := e.register(appRequest("Paint", xpromo.PlatformWin))
+		body := func(fields string) string { return fmt.Sprintf(`{"app_id":%q,%s}`, a.AppID, fields) }
 		for _, c := range []struct {
 			name, body string
 			status     int
@@ -319,18 +230,18 @@ func TestMarketCampaignValidation(t *testing.T) {
 			{"no app", `{"categories":["games"],"daily_budget_cents":1000}`, 422, "missing_field"},
 			{"huge budget", body(`"categories":["games"],"daily_budget_cents":100000000000`), 422, "invalid_amount"},
 			{"malformed", `{"app_id":`, 400, "malformed_json"},
-			{"another app's id", fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000}`, b.id), 404, "not_found"},
+			{"another app's id", fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000}`, b.AppID), 404, "not_found"},
 		} {
-			res := e.do("POST", "/v1/campaigns", a.key, c.body)
+			res := e.do("POST", "/v1/campaigns", a.APIKey, c.body)
 			assert.Equal(t, c.status, res.status, "%s: %s", c.name, res.body)
 			assert.Equal(t, c.code, res.code(t), c.name)
 		}
 
 		// Another app's id answers exactly as a missing one.
-		other := e.do("POST", "/v1/campaigns", a.key, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000}`, b.id))
-		missing := e.do("POST", "/v1/campaigns", a.key, `{"app_id":"app_missing","categories":["games"],"daily_budget_cents":1000}`)
+		other := e.do("POST", "/v1/campaigns", a.APIKey, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000}`, b.AppID))
+		missing := e.do("POST", "/v1/campaigns", a.APIKey, `{"app_id":"app_missing","categories":["games"],"daily_budget_cents":1000}`)
 		assert.Equal(t, missing.status, other.status)
-		assert.Equal(t, missing.body, strings.ReplaceAll(other.body, b.id, "app_missing"))
+		assert.Equal(t, missing.body, strings.ReplaceAll(other.body, b.AppID, "app_missing"))
 
 		res := e.do("POST", "/v1/campaigns", "", body(`"categories":["games"],"daily_budget_cents":1000`))
 		assert.Equal(t, http.StatusUnauthorized, res.status)
@@ -340,17 +251,17 @@ func TestMarketCampaignValidation(t *testing.T) {
 func TestMarketPauseResume(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newMktEnv(t, s)
-		a := e.register("Snip", xpromo.PlatformMac)
-		b := e.register("Paint", xpromo.PlatformWin)
-		c := e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["finance"],"daily_budget_cents":2000}`, a.id))
+		a := e.register(snip())
+		b := e.register(appRequest("Paint", xpromo.PlatformWin))
+		c := e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["finance"],"daily_budget_cents":2000}`, a.AppID))
 		require.Equal(t, int64(600), c.FloorCents)
 		campaign := func(status string) string {
 			return fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":2000,"status":%q,"floor_cents":600,"max_bid_cents":null}`, c.CampaignID, status)
 		}
-		call := func(app mktApp, action string) mktResponse {
-			return e.do("POST", "/v1/campaigns/"+c.CampaignID+"/"+action, app.key, nil)
+		call := func(app xpromo.RegisterAppResponse, action string) response {
+			return e.do("POST", "/v1/campaigns/"+c.CampaignID+"/"+action, app.APIKey, nil)
 		}
-		expect := func(app mktApp, action string, status string) {
+		expect := func(app xpromo.RegisterAppResponse, action string, status string) {
 			t.Helper()
 			res := call(app, action)
 			require.Equal(t, http.StatusOK, res.status, res.body)
@@ -365,7 +276,7 @@ func TestMarketPauseResume(t *testing.T) {
 		// Another app's campaign answers exactly as a missing one.
 		for _, action := range []string{"pause", "resume"} {
 			other := call(b, action)
-			missing := e.do("POST", "/v1/campaigns/cmp_missing/"+action, b.key, nil)
+			missing := e.do("POST", "/v1/campaigns/cmp_missing/"+action, b.APIKey, nil)
 			assert.Equal(t, http.StatusNotFound, other.status)
 			assert.Equal(t, "not_found", other.code(t))
 			assert.Equal(t, missing.status, other.status)
@@ -376,12 +287,12 @@ func TestMarketPauseResume(t *testing.T) {
 		expect(a, "resume", "throttled")
 
 		// Live but unfunded, then one cent short of the floor: throttled.
-		e.goLive(a.id)
+		e.goLive(a.AppID)
 		expect(a, "resume", "throttled")
-		e.topUp(a.id, 599, e.Now())
+		e.topUp(a.AppID, 599, e.clock.Now())
 		expect(a, "resume", "throttled")
 		// The wallet covers the floor: active.
-		e.topUp(a.id, 1, e.Now())
+		e.topUp(a.AppID, 1, e.clock.Now())
 		expect(a, "resume", "active")
 		expect(a, "resume", "active")
 		expect(a, "pause", "paused")
@@ -393,24 +304,24 @@ func TestMarketPauseResume(t *testing.T) {
 func TestMarketStats(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		e := newMktEnv(t, s)
-		a := e.register("Snip", xpromo.PlatformMac)
-		b := e.register("Paint", xpromo.PlatformWin)
-		pub := e.register("Pub", xpromo.PlatformMac)
-		empty := e.register("Quiet", xpromo.PlatformWin)
-		e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":2000}`, a.id))
-		e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["finance","utilities"],"daily_budget_cents":2000}`, a.id))
+		a := e.register(snip())
+		b := e.register(appRequest("Paint", xpromo.PlatformWin))
+		pub := e.register(appRequest("Pub", xpromo.PlatformMac))
+		empty := e.register(appRequest("Quiet", xpromo.PlatformWin))
+		e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":2000}`, a.AppID))
+		e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["finance","utilities"],"daily_budget_cents":2000}`, a.AppID))
 
-		now := e.Now()
+		now := e.clock.Now()
 		day := 24 * time.Hour
-		e.topUp(a.id, 50000, now.Add(-200*day))
-		e.topUp(b.id, 50000, now.Add(-200*day))
+		e.topUp(a.AppID, 50000, now.Add(-200*day))
+		e.topUp(b.AppID, 50000, now.Add(-200*day))
 		type event struct {
 			at time.Time
 			op ledger.Operation
 		}
 		var events []event
 		hold := func(adv string, n int, amount int64, age time.Duration, resolution string) {
-			h := ledger.Hold{ID: fmt.Sprintf("hold_%s_%d", adv, n), Advertiser: adv, Publisher: pub.id, Amount: amount, ChainID: fmt.Sprintf("ch_%s_%d", adv, n)}
+			h := ledger.Hold{ID: fmt.Sprintf("hold_%s_%d", adv, n), Advertiser: adv, Publisher: pub.AppID, Amount: amount, ChainID: fmt.Sprintf("ch_%s_%d", adv, n)}
 			op, err := ledger.EscrowHold("hold:"+h.ID, h)
 			require.NoError(t, err)
 			events = append(events, event{now.Add(-age), op})
@@ -430,21 +341,21 @@ func TestMarketStats(t *testing.T) {
 			}
 			events = append(events, event{at, op})
 		}
-		hold(a.id, 1, 650, 2*day, "charge")
-		hold(a.id, 2, 700, 10*day, "charge")
-		hold(a.id, 3, 600, 1*day, "release")
-		hold(a.id, 4, 600, 1*day, "")
-		hold(a.id, 5, 800, 40*day, "charge")
-		hold(a.id, 6, 900, 100*day, "charge")
-		hold(b.id, 1, 500, 5*day, "release")
-		hold(b.id, 2, 520, 5*day, "charge")
+		hold(a.AppID, 1, 650, 2*day, "charge")
+		hold(a.AppID, 2, 700, 10*day, "charge")
+		hold(a.AppID, 3, 600, 1*day, "release")
+		hold(a.AppID, 4, 600, 1*day, "")
+		hold(a.AppID, 5, 800, 40*day, "charge")
+		hold(a.AppID, 6, 900, 100*day, "charge")
+		hold(b.AppID, 1, 500, 5*day, "release")
+		hold(b.AppID, 2, 520, 5*day, "charge")
 		slices.SortStableFunc(events, func(x, y event) int { return x.at.Compare(y.at) })
 		for _, ev := range events {
-			e.post(ev.at, ev.op)
+			e.postAt(ev.at, ev.op)
 		}
 
-		stats := func(app mktApp, query string) mktResponse {
-			return e.do("GET", "/v1/apps/"+app.id+"/stats"+query, app.key, nil)
+		stats := func(app xpromo.RegisterAppResponse, query string) response {
+			return e.do("GET", "/v1/apps/"+app.AppID+"/stats"+query, app.APIKey, nil)
 		}
 		for _, c := range []struct{ query, want string }{
 			{"?period=last_7_days", `{"impressions":0,"clicks":0,"installs":3,"cleared":1,"retention_48h":0.5,"fraud_rejected":{},"floor_cents":600,"avg_clearing_price_cents":650}`},
@@ -473,10 +384,10 @@ func TestMarketStats(t *testing.T) {
 			assert.Equal(t, "invalid_period", res.code(t), q)
 		}
 		// Another app's stats: 404, as a missing app's.
-		other := e.do("GET", "/v1/apps/"+b.id+"/stats", a.key, nil)
-		missing := e.do("GET", "/v1/apps/app_missing/stats", a.key, nil)
+		other := e.do("GET", "/v1/apps/"+b.AppID+"/stats", a.APIKey, nil)
+		missing := e.do("GET", "/v1/apps/app_missing/stats", a.APIKey, nil)
 		assert.Equal(t, http.StatusNotFound, other.status)
-		assert.Equal(t, missing.body, strings.ReplaceAll(other.body, b.id, "app_missing"))
+		assert.Equal(t, missing.body, strings.ReplaceAll(other.body, b.AppID, "app_missing"))
 
 		// The network over 30 days: a1, a2, a3, b1, b2 resolved; a1, a2, b2
 		// charged.
@@ -485,14 +396,14 @@ func TestMarketStats(t *testing.T) {
 		assert.Equal(t, `{"period":"last_30_days","clearing_rate":0.6,"fraud_pct":0,"avg_cpi_by_category":{}}`, res.body)
 
 		// Network stats are recomputed at most once a minute.
-		h := ledger.Hold{ID: "hold_late", Advertiser: b.id, Publisher: pub.id, Amount: 500}
+		h := ledger.Hold{ID: "hold_late", Advertiser: b.AppID, Publisher: pub.AppID, Amount: 500}
 		op, err := ledger.EscrowHold("hold:late", h)
 		require.NoError(t, err)
 		rel, err := ledger.EscrowRelease("release:late", h)
 		require.NoError(t, err)
-		e.post(now, op, rel)
+		e.postAt(now, op, rel)
 		assert.Contains(t, e.do("GET", "/v1/network-stats", "", nil).body, `"clearing_rate":0.6,`)
-		e.advance(time.Minute)
+		e.clock.Advance(time.Minute)
 		assert.Contains(t, e.do("GET", "/v1/network-stats", "", nil).body, `"clearing_rate":0.5,`)
 	})
 }

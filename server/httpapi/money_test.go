@@ -1,12 +1,9 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,149 +18,39 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
-	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 	"github.com/xpromo/xpromo/server/wire"
 )
 
-type moneyClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *moneyClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *moneyClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// moneyAPI is a full test-mode server on a store; every exchange is checked
-// against openapi.json.
-type moneyAPI struct {
-	t      *testing.T
-	url    string
-	clock  *moneyClock
-	store  storage.Store
-	client *http.Client
-}
-
-const moneyAdminToken = "money-admin-token"
-
-func newMoneyAPI(t *testing.T, s storage.Store) *moneyAPI {
+// newMoneyAPI is a server paying x402 at 1.08 USD/EUR whose clock starts at
+// 21 Nov 2026 22:00 UTC.
+func newMoneyAPI(t *testing.T, s storage.Store) *testServer {
 	t.Helper()
-	api := &moneyAPI{t: t, store: s, clock: &moneyClock{t: time.Date(2026, 11, 21, 22, 0, 0, 0, time.UTC)},
-		client: openapitest.New(t).Client()}
-	var handler http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	srv, err := wire.New(wire.Config{Mode: httpapi.ModeTest, AdminToken: moneyAdminToken, BaseURL: ts.URL, Now: api.clock.Now,
-		ReadLimit: 100000, WriteLimit: 100000, X402EURUSD: "1.08"}, s)
-	require.NoError(t, err)
-	handler, api.url = srv, ts.URL
-	return api
+	cfg := unlimited
+	cfg.X402EURUSD = "1.08"
+	return serve(t, s, time.Date(2026, 11, 21, 22, 0, 0, 0, time.UTC), cfg)
 }
 
-type moneyResponse struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r moneyResponse) decode(t *testing.T, v any) {
-	t.Helper()
-	require.NoError(t, json.Unmarshal(r.body, v), string(r.body))
-}
-
-func (r moneyResponse) code(t *testing.T) string {
-	t.Helper()
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	r.decode(t, &e)
-	return e.Error.Code
-}
-
-// do sends a request to path (or to an absolute URL) with the bearer key,
-// the body (JSON-encoded unless a string) and extra headers "K: v".
-func (a *moneyAPI) do(method, path, key string, body any, headers ...string) moneyResponse {
-	t := a.t
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, ok := body.(string)
-		if !ok {
-			b, err := json.Marshal(body)
-			require.NoError(t, err)
-			raw = string(b)
-		}
-		rd = strings.NewReader(raw)
-	}
-	target := path
-	if !strings.HasPrefix(path, "http") {
-		target = a.url + path
-	}
-	req, err := http.NewRequest(method, target, rd)
-	require.NoError(t, err)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Add(k, v)
-	}
-	res, err := a.client.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return moneyResponse{status: res.StatusCode, header: res.Header, body: b}
-}
-
-var moneyApps int
-
-// register creates an app through POST /v1/apps and returns its id and key.
-func (a *moneyAPI) register() (string, string) {
-	t := a.t
-	t.Helper()
-	moneyApps++
-	res := a.do(http.MethodPost, "/v1/apps", "", xpromo.RegisterAppRequest{
-		Name: "Snip", Platform: xpromo.PlatformMac, BundleID: fmt.Sprintf("com.example.snip%d", moneyApps),
-		Domain: "example.com", DownloadURL: "https://example.com/snip.zip", ContactEmail: "dev@example.com",
-	})
-	require.Equal(t, http.StatusCreated, res.status, string(res.body))
-	var r xpromo.RegisterAppResponse
-	res.decode(t, &r)
-	return r.AppID, r.APIKey
-}
-
-func (a *moneyAPI) post(op ledger.Operation, err error) {
+// post posts what an operation builder returns straight to the ledger, at
+// the clock's time: the other domains' side (holds, clearing).
+func (a *testServer) post(op ledger.Operation, err error) {
 	a.t.Helper()
 	require.NoError(a.t, err)
 	_, err = (&ledger.Ledger{Store: a.store, Now: a.clock.Now}).Post(context.Background(), op)
 	require.NoError(a.t, err)
 }
 
-func (a *moneyAPI) ledger(app, key string, query ...string) xpromo.LedgerPage {
+// ledger reads an app's ledger page through the API.
+func (a *testServer) ledger(app, key string, query ...string) xpromo.LedgerPage {
 	a.t.Helper()
 	path := "/v1/apps/" + app + "/ledger"
 	if len(query) > 0 {
 		path += "?" + strings.Join(query, "&")
 	}
 	res := a.do(http.MethodGet, path, key, nil)
-	require.Equal(a.t, http.StatusOK, res.status, string(res.body))
+	require.Equal(a.t, http.StatusOK, res.status, res.body)
 	var p xpromo.LedgerPage
 	res.decode(a.t, &p)
 	return p
@@ -172,8 +59,8 @@ func (a *moneyAPI) ledger(app, key string, query ...string) xpromo.LedgerPage {
 func TestMoneyTopUpValidation(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		app, key := api.register()
-		other, _ := api.register()
+		app, key := api.newApp()
+		other, _ := api.newApp()
 		topUp := "/v1/apps/" + app + "/top-up"
 		for _, c := range []struct {
 			body   any
@@ -204,9 +91,9 @@ func TestMoneyTopUpValidation(t *testing.T) {
 func TestMoneyTestCheckout(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		app, key := api.register()
+		app, key := api.newApp()
 		res := api.do(http.MethodPost, "/v1/apps/"+app+"/top-up", key, map[string]any{"amount_cents": 12345})
-		require.Equal(t, 200, res.status, string(res.body))
+		require.Equal(t, 200, res.status, res.body)
 		var top xpromo.TopUpResponse
 		res.decode(t, &top)
 		require.True(t, strings.HasPrefix(top.CheckoutURL, api.url+"/test/checkout/cs_"), top.CheckoutURL)
@@ -215,7 +102,7 @@ func TestMoneyTestCheckout(t *testing.T) {
 		page := api.do(http.MethodGet, top.CheckoutURL, "", nil, "Accept: text/html")
 		require.Equal(t, 200, page.status)
 		assert.Equal(t, "text/html; charset=utf-8", page.header.Get("Content-Type"))
-		html := string(page.body)
+		html := page.body
 		assert.Contains(t, html, "EUR 123.45")
 		assert.Contains(t, html, app)
 		assert.Contains(t, html, "TEST MODE — no money moves")
@@ -224,13 +111,13 @@ func TestMoneyTestCheckout(t *testing.T) {
 
 		// curl -X POST <checkout_url>
 		done := api.do(http.MethodPost, top.CheckoutURL, "", nil)
-		require.Equal(t, 200, done.status, string(done.body))
-		assert.JSONEq(t, fmt.Sprintf(`{"session_id":%q,"status":"completed","amount_cents":12345,"app_id":%q}`, session, app), string(done.body))
+		require.Equal(t, 200, done.status, done.body)
+		assert.JSONEq(t, fmt.Sprintf(`{"session_id":%q,"status":"completed","amount_cents":12345,"app_id":%q}`, session, app), done.body)
 		again := api.do(http.MethodPost, top.CheckoutURL, "", nil)
 		assert.Equal(t, done.body, again.body, "completing twice answers the same")
 		browser := api.do(http.MethodPost, top.CheckoutURL, "", nil, "Accept: text/html,application/xhtml+xml")
 		require.Equal(t, 200, browser.status)
-		assert.Contains(t, string(browser.body), "the wallet was credited 12345 credits")
+		assert.Contains(t, browser.body, "the wallet was credited 12345 credits")
 
 		lines := api.ledger(app, key).Lines
 		require.Len(t, lines, 1)
@@ -247,11 +134,11 @@ func TestMoneyTestCheckout(t *testing.T) {
 		// Another top-up left unpaid for a day expires.
 		res = api.do(http.MethodPost, "/v1/apps/"+app+"/top-up", key, map[string]any{"amount_cents": 5000})
 		res.decode(t, &top)
-		api.clock.Add(24 * time.Hour)
+		api.clock.Advance(24 * time.Hour)
 		expired := api.do(http.MethodPost, top.CheckoutURL, "", nil)
 		assert.Equal(t, 409, expired.status)
 		assert.Equal(t, "checkout_expired", expired.code(t))
-		assert.Contains(t, string(api.do(http.MethodGet, top.CheckoutURL, "", nil).body), "expired unpaid")
+		assert.Contains(t, api.do(http.MethodGet, top.CheckoutURL, "", nil).body, "expired unpaid")
 		assert.Len(t, api.ledger(app, key).Lines, 1)
 
 		missing := api.do(http.MethodGet, "/test/checkout/cs_nope", "", nil)
@@ -264,7 +151,7 @@ func TestMoneyTestCheckout(t *testing.T) {
 func TestMoneyConcurrentCheckoutCompletions(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		app, key := api.register()
+		app, key := api.newApp()
 		res := api.do(http.MethodPost, "/v1/apps/"+app+"/top-up", key, map[string]any{"amount_cents": 5000})
 		var top xpromo.TopUpResponse
 		res.decode(t, &top)
@@ -314,11 +201,11 @@ func TestMoneyLiveModeRefusesToStart(t *testing.T) {
 func TestMoneyX402(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		app, key := api.register()
+		app, key := api.newApp()
 		topUp := "/v1/apps/" + app + "/top-up"
 
 		res := api.do(http.MethodPost, topUp, key, map[string]any{"amount_cents": 5000}, "Prefer: respond-async, payment=x402")
-		require.Equal(t, http.StatusPaymentRequired, res.status, string(res.body))
+		require.Equal(t, http.StatusPaymentRequired, res.status, res.body)
 		assert.Equal(t, "payment=x402", res.header.Get("Preference-Applied"))
 		var ch xpromo.X402Challenge
 		res.decode(t, &ch)
@@ -358,18 +245,18 @@ func TestMoneyX402(t *testing.T) {
 		// Discovery.
 		res = api.do(http.MethodGet, "/.well-known/x402", "", nil)
 		require.Equal(t, 200, res.status)
-		assert.JSONEq(t, fmt.Sprintf(`{"x402Version":1,"resources":[%q]}`, api.url+"/v1/apps/{app_id}/top-up"), string(res.body))
+		assert.JSONEq(t, fmt.Sprintf(`{"x402Version":1,"resources":[%q]}`, api.url+"/v1/apps/{app_id}/top-up"), res.body)
 	})
 }
 
 func TestMoneyLedgerPages(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s) // the clock starts at 21 Nov 22:00 UTC
-		app, key := api.register()
-		other, otherKey := api.register()
+		app, key := api.newApp()
+		other, otherKey := api.newApp()
 		for i := range 5 { // 22:00, 23:00 on the 21st; 00:00, 01:00, 02:00 on the 22nd
 			api.post(ledger.TopUp(fmt.Sprintf("topup:%s:%d", app, i), app, int64(5000+i), ""))
-			api.clock.Add(time.Hour)
+			api.clock.Advance(time.Hour)
 		}
 		api.post(ledger.TopUp("topup:"+other, other, 5000, ""))
 
@@ -425,8 +312,8 @@ func TestMoneyLedgerPages(t *testing.T) {
 func TestMoneyPayout(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		pub, pubKey := api.register()
-		adv, _ := api.register()
+		pub, pubKey := api.newApp()
+		adv, _ := api.newApp()
 		payout := "/v1/apps/" + pub + "/payout"
 
 		api.post(ledger.TopUp("topup:pub", pub, 100_000, "")) // top-ups are not withdrawable
@@ -441,7 +328,7 @@ func TestMoneyPayout(t *testing.T) {
 		api.post(ledger.Clear("clear:chn_1", h, ledger.EarnCash))
 
 		res = api.do(http.MethodPost, payout, pubKey, nil)
-		require.Equal(t, 200, res.status, string(res.body))
+		require.Equal(t, 200, res.status, res.body)
 		var p xpromo.PayoutResponse
 		res.decode(t, &p)
 		assert.Equal(t, int64(7000), p.AmountCents)
@@ -471,7 +358,7 @@ func TestMoneyPayout(t *testing.T) {
 func TestMoneyPayoutInProgress(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		pub, pubKey := api.register()
+		pub, pubKey := api.newApp()
 		now := api.clock.Now()
 		require.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 			_, err := tx.InsertPayout(ctx, payments.Payout{ID: "po_1", AppID: pub, AmountCents: 5000, Destination: "acct_x",
@@ -487,21 +374,21 @@ func TestMoneyPayoutInProgress(t *testing.T) {
 func TestMoneyAdminPayoutAccount(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		app, key := api.register()
+		app, key := api.newApp()
 		path := "/v1/admin/apps/" + app + "/payout-account"
-		res := api.do(http.MethodPut, path, moneyAdminToken, map[string]any{"account_id": "acct_1Nv0FGQ9RKHgCVdK"})
-		require.Equal(t, 200, res.status, string(res.body))
-		assert.JSONEq(t, fmt.Sprintf(`{"app_id":%q,"account_id":"acct_1Nv0FGQ9RKHgCVdK"}`, app), string(res.body))
+		res := api.do(http.MethodPut, path, adminToken, map[string]any{"account_id": "acct_1Nv0FGQ9RKHgCVdK"})
+		require.Equal(t, 200, res.status, res.body)
+		assert.JSONEq(t, fmt.Sprintf(`{"app_id":%q,"account_id":"acct_1Nv0FGQ9RKHgCVdK"}`, app), res.body)
 
 		res = api.do(http.MethodPut, path, key, map[string]any{"account_id": "acct_1"})
 		assert.Equal(t, 401, res.status, "an API key is not the admin token")
-		res = api.do(http.MethodPut, path, moneyAdminToken, map[string]any{"account_id": "IBAN DE00"})
+		res = api.do(http.MethodPut, path, adminToken, map[string]any{"account_id": "IBAN DE00"})
 		assert.Equal(t, 422, res.status)
 		assert.Equal(t, "invalid_payout_account", res.code(t))
-		res = api.do(http.MethodPut, path, moneyAdminToken, map[string]any{})
+		res = api.do(http.MethodPut, path, adminToken, map[string]any{})
 		assert.Equal(t, 422, res.status)
 		assert.Equal(t, "missing_field", res.code(t))
-		res = api.do(http.MethodPut, "/v1/admin/apps/app_nope/payout-account", moneyAdminToken, map[string]any{"account_id": "acct_1"})
+		res = api.do(http.MethodPut, "/v1/admin/apps/app_nope/payout-account", adminToken, map[string]any{"account_id": "acct_1"})
 		assert.Equal(t, 404, res.status)
 
 		// Payouts keep working with the stored account.
@@ -510,21 +397,21 @@ func TestMoneyAdminPayoutAccount(t *testing.T) {
 		api.post(ledger.EscrowHold("hold:chn_1", h))
 		api.post(ledger.Clear("clear:chn_1", h, ledger.EarnCash))
 		res = api.do(http.MethodPost, "/v1/apps/"+app+"/payout", key, nil)
-		require.Equal(t, 200, res.status, string(res.body))
-		assert.True(t, bytes.Contains(res.body, []byte(`"amount_cents":7000`)))
+		require.Equal(t, 200, res.status, res.body)
+		assert.Contains(t, res.body, `"amount_cents":7000`)
 	})
 }
 
 func TestMoneyAdminAdjustment(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newMoneyAPI(t, s)
-		app, key := api.register()
+		app, key := api.newApp()
 		path := "/v1/admin/apps/" + app + "/adjustments"
 
-		res := api.do(http.MethodPost, path, moneyAdminToken, map[string]any{"amount_cents": 1200, "note": "refund of a disputed install"})
-		require.Equal(t, 201, res.status, string(res.body))
+		res := api.do(http.MethodPost, path, adminToken, map[string]any{"amount_cents": 1200, "note": "refund of a disputed install"})
+		require.Equal(t, 201, res.status, res.body)
 		var line xpromo.LedgerLine
-		require.NoError(t, json.Unmarshal(res.body, &line))
+		res.decode(t, &line)
 		assert.EqualValues(t, "adjustment", line.Type)
 		assert.Equal(t, int64(1200), line.AmountCents)
 		assert.Equal(t, int64(1200), line.BalanceAfter)
@@ -532,11 +419,11 @@ func TestMoneyAdminAdjustment(t *testing.T) {
 		assert.Equal(t, "refund of a disputed install", *line.Note)
 
 		// A debit may take the wallet to zero, never below; nothing is posted when refused.
-		res = api.do(http.MethodPost, path, moneyAdminToken, map[string]any{"amount_cents": -1201, "note": "too much"})
+		res = api.do(http.MethodPost, path, adminToken, map[string]any{"amount_cents": -1201, "note": "too much"})
 		assert.Equal(t, 409, res.status)
 		assert.Equal(t, "insufficient_funds", res.code(t))
-		res = api.do(http.MethodPost, path, moneyAdminToken, map[string]any{"amount_cents": -1200, "note": "reversed"})
-		require.Equal(t, 201, res.status, string(res.body))
+		res = api.do(http.MethodPost, path, adminToken, map[string]any{"amount_cents": -1200, "note": "reversed"})
+		require.Equal(t, 201, res.status, res.body)
 		assert.Len(t, api.ledger(app, key).Lines, 2, "two adjustment lines, none for the refused debit")
 
 		for _, tc := range []struct {
@@ -549,15 +436,15 @@ func TestMoneyAdminAdjustment(t *testing.T) {
 			{map[string]any{"amount_cents": 10_000_001, "note": "x"}, "invalid_amount"},
 			{map[string]any{"amount_cents": 1, "note": strings.Repeat("n", 501)}, "invalid_note"},
 		} {
-			res = api.do(http.MethodPost, path, moneyAdminToken, tc.body)
+			res = api.do(http.MethodPost, path, adminToken, tc.body)
 			assert.Equal(t, 422, res.status, "%v", tc.body)
 			assert.Equal(t, tc.code, res.code(t), "%v", tc.body)
 		}
 		assert.Equal(t, 401, api.do(http.MethodPost, path, key, map[string]any{"amount_cents": 1, "note": "x"}).status, "an API key is not the admin token")
-		assert.Equal(t, 404, api.do(http.MethodPost, "/v1/admin/apps/app_nope/adjustments", moneyAdminToken, map[string]any{"amount_cents": 1, "note": "x"}).status)
+		assert.Equal(t, 404, api.do(http.MethodPost, "/v1/admin/apps/app_nope/adjustments", adminToken, map[string]any{"amount_cents": 1, "note": "x"}).status)
 
-		res = api.do(http.MethodGet, "/v1/admin/audit", moneyAdminToken, nil)
+		res = api.do(http.MethodGet, "/v1/admin/audit", adminToken, nil)
 		require.Equal(t, 200, res.status)
-		assert.Equal(t, 2, strings.Count(string(res.body), `"app.adjustment"`), "each posted adjustment is audited")
+		assert.Equal(t, 2, strings.Count(res.body, `"app.adjustment"`), "each posted adjustment is audited")
 	})
 }
