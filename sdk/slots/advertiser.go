@@ -116,7 +116,7 @@ func (a *Agent) recordInstallAnswer(e Event, resp json.RawMessage, sendErr error
 	}
 	s.Answered = true
 	if sendErr != nil {
-		// A refusal changes nothing on the server (422 with a fraud code,
+		// A refusal is final (403 with a fraud code,
 		// e.g. fraud_token_expired after a long time offline); the install
 		// is not attributed, and the SDK does not try again.
 		s.Refusal = xpromo.ErrorCode(sendErr)

@@ -46,7 +46,7 @@ func flakySender(s *fakeServer, r *rand.Rand) Sender {
 			return nil, &xpromo.Error{Status: 503, Code: xpromo.CodeUnavailable}
 		case 3:
 			s.process(e)
-			return nil, &xpromo.Error{Status: 422, Code: "fraud_token_expired"}
+			return nil, &xpromo.Error{Status: 403, Code: "fraud_token_expired"}
 		default:
 			s.process(e)
 			return json.RawMessage(`{"ok":true}`), nil
@@ -339,7 +339,7 @@ func TestDefaultRetryable(t *testing.T) {
 		&xpromo.Error{Status: 408}: true,
 		&xpromo.Error{Status: 409, Code: xpromo.CodeIdempotencyKeyInUse}: true,
 		&xpromo.Error{Status: 409, Code: "fraud_token_reused"}:           false,
-		&xpromo.Error{Status: 422, Code: "fraud_bad_signature"}:          false,
+		&xpromo.Error{Status: 403, Code: "fraud_bad_signature"}:          false,
 		&xpromo.Error{Status: 400}:                                       false,
 		Permanent(errNetwork):                                            false,
 	} {

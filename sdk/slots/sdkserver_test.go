@@ -207,7 +207,7 @@ func decodeStrict(body []byte, v any) error {
 }
 
 func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
-	fraud := func(err error) { writeJSON(w, 422, apiError(attribution.Code(err))) }
+	fraud := func(err error) { writeJSON(w, 403, apiError(attribution.Code(err))) }
 	switch path {
 	case "/v1/sdk/fill":
 		var req xpromo.FillRequest
@@ -259,7 +259,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 			c = &testChain{id: fmt.Sprintf("ch_%d", len(s.chains)+1), click: click, state: xpromo.ChainClicked}
 			s.chains[click.Claims.Nonce], s.byHash[click.Hash()] = c, c
 		case c.click.Raw != req.Token:
-			writeJSON(w, 422, apiError(string(xpromo.FraudTokenReused)))
+			writeJSON(w, 403, apiError(string(xpromo.FraudTokenReused)))
 			return
 		}
 		c.clickCalls++
@@ -303,7 +303,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 				writeJSON(w, 200, xpromo.InstallResponse{ChainID: c.id, State: c.state})
 				return
 			}
-			writeJSON(w, 422, apiError(string(xpromo.FraudTokenReused)))
+			writeJSON(w, 403, apiError(string(xpromo.FraudTokenReused)))
 			return
 		}
 		c.install, c.installed, c.state = in, s.now, xpromo.ChainInstalled
@@ -338,7 +338,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 			return
 		}
 		if hb.Claims.Seq <= c.lastSeq {
-			writeJSON(w, 422, apiError(string(xpromo.FraudTokenReused)))
+			writeJSON(w, 403, apiError(string(xpromo.FraudTokenReused)))
 			return
 		}
 		c.lastSeq = hb.Claims.Seq

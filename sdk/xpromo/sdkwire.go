@@ -19,11 +19,11 @@ import (
 //	POST /v1/sdk/heartbeat  HeartbeatRequest → 200 HeartbeatResponse
 //
 // and, for app teams with their api_key, the registration of SDK public
-// keys (SDKKey). A message that fails verification changes nothing and is
-// answered 422 with an Error whose code is the fraud reason code
-// (fraud_bad_signature, fraud_token_expired, …); fraud rules that judge a
-// claim whose signatures verified reject the chain instead (state
-// `rejected`).
+// keys (SDKKey). Every refusal is answered 403 with an Error whose code is
+// the fraud reason code (fraud_bad_signature, fraud_token_expired, …); a
+// message that fails verification leaves the chain it names untouched,
+// while a fraud rule refusing a claim whose signatures verified rejects the
+// chain (state `rejected`). docs/protocol.md has the details.
 
 // Slot is a lifecycle moment of a desktop app where a publisher shows one
 // promoted app.
