@@ -252,6 +252,9 @@ type Tx interface {
 
 	// InsertOutbox appends events to the outbox.
 	InsertOutbox(ctx context.Context, events []Event) error
+	// AppOutbox returns an app's events, oldest first (what a webhook
+	// deliverer sends it; delivered ones included).
+	AppOutbox(ctx context.Context, appID string) ([]Event, error)
 	// AddFillCounts adds counts to the stored per-day fill counters.
 	AddFillCounts(ctx context.Context, counts []FillCount) error
 

@@ -1,7 +1,6 @@
 package attribution_test
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"sync/atomic"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/attribution"
-	"github.com/xpromo/xpromo/server/ids"
-	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
@@ -118,48 +115,14 @@ func BenchmarkClaim(b *testing.B) {
 // activated chains and their holds are written before the timer starts.
 func BenchmarkSweep(b *testing.B) {
 	eachStore(b, func(b *testing.B, newStore func(b *testing.B) storage.Store) {
-		s := newStore(b)
-		w := newWorld(b, s, benchRules)
+		w := newWorld(b, newStore(b), benchRules)
 		var pairs []pair
 		for range 16 {
 			p := w.pair("productivity", 0)
 			w.topUp(p.adv, 9_000_000)
 			pairs = append(pairs, p)
 		}
-		now := w.now()
-		installed, activated := now.Add(-50*time.Hour), now.Add(-time.Hour)
-		for start := 0; start < b.N; start += 500 {
-			n := min(500, b.N-start)
-			err := s.Update(w.ctx, func(ctx context.Context, tx storage.Tx) error {
-				ops := make([]ledger.Operation, n)
-				for i := range n {
-					p := pairs[(start+i)%len(pairs)]
-					c := attribution.Chain{ID: ids.New("ch"), Nonce: ids.New("n"), State: attribution.StateActivated,
-						CampaignID: p.campaign, PublisherAppID: p.pub, AdvertiserAppID: p.adv, Category: "productivity",
-						Platform: xpromo.PlatformMac, PriceCents: 400, ClickedAt: installed, ExpiresAt: installed.Add(15 * time.Minute),
-						InstalledAt: installed, ActivatedAt: activated, CreatedAt: installed, UpdatedAt: activated}
-					if _, err := tx.InsertChain(ctx, c); err != nil {
-						return err
-					}
-					var err error
-					if ops[i], err = ledger.EscrowHold("hold:"+c.ID, ledger.Hold{ID: c.ID, Advertiser: p.adv, Publisher: p.pub, Amount: 400, ChainID: c.ID}); err != nil {
-						return err
-					}
-				}
-				_, errs, err := ledger.Apply(ctx, tx, installed, ops)
-				if err == nil {
-					for _, e := range errs {
-						if e != nil {
-							return e
-						}
-					}
-				}
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+		w.activated(pairs, b.N)
 		b.ResetTimer()
 		res, err := w.attr.Sweep(w.ctx)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
@@ -252,4 +253,43 @@ func newKey(t testing.TB) token.KeyPair {
 	kp, err := token.GenerateKey(nil)
 	require.NoError(t, err)
 	return kp
+}
+
+// activated writes n chains already activated (48 hours after their
+// install, an hour ago) with their escrow holds, spread over pairs, 500 per
+// transaction: the sweep's input without n claims and heartbeats.
+func (w *world) activated(pairs []pair, n int) {
+	w.t.Helper()
+	now := w.now()
+	installed, activated := now.Add(-50*time.Hour), now.Add(-time.Hour)
+	for start := 0; start < n; start += 500 {
+		m := min(500, n-start)
+		err := w.store.Update(w.ctx, func(ctx context.Context, tx storage.Tx) error {
+			ops := make([]ledger.Operation, m)
+			for i := range m {
+				p := pairs[(start+i)%len(pairs)]
+				c := attribution.Chain{ID: ids.New("ch"), Nonce: ids.New("n"), State: attribution.StateActivated,
+					CampaignID: p.campaign, PublisherAppID: p.pub, AdvertiserAppID: p.adv, Category: "productivity",
+					Platform: xpromo.PlatformMac, PriceCents: 400, ClickedAt: installed, ExpiresAt: installed.Add(15 * time.Minute),
+					InstalledAt: installed, ActivatedAt: activated, CreatedAt: installed, UpdatedAt: activated}
+				if _, err := tx.InsertChain(ctx, c); err != nil {
+					return err
+				}
+				var err error
+				if ops[i], err = ledger.EscrowHold("hold:"+c.ID, ledger.Hold{ID: c.ID, Advertiser: p.adv, Publisher: p.pub, Amount: 400, ChainID: c.ID}); err != nil {
+					return err
+				}
+			}
+			_, errs, err := ledger.Apply(ctx, tx, installed, ops)
+			if err == nil {
+				for _, e := range errs {
+					if e != nil {
+						return e
+					}
+				}
+			}
+			return err
+		})
+		require.NoError(w.t, err)
+	}
 }

@@ -315,6 +315,21 @@ func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error
 	return nil
 }
 
+func (t *tx) AppOutbox(ctx context.Context, appID string) ([]attribution.Event, error) {
+	var out []attribution.Event
+	err := t.query(ctx, `SELECT id, kind, app_id, payload::text, created_at FROM outbox WHERE app_id = $1 ORDER BY created_at, id`, []any{appID}, func(rows pgx.Rows) error {
+		var e attribution.Event
+		var payload string
+		if err := rows.Scan(&e.ID, &e.Kind, &e.AppID, &payload, &e.CreatedAt); err != nil {
+			return err
+		}
+		e.Payload, e.CreatedAt = []byte(payload), e.CreatedAt.UTC()
+		out = append(out, e)
+		return nil
+	})
+	return out, wrap(err, "reading an app's outbox")
+}
+
 func (t *tx) AddFillCounts(ctx context.Context, counts []attribution.FillCount) error {
 	n := len(counts)
 	if n == 0 {

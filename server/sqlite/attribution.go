@@ -260,6 +260,26 @@ func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error
 	})
 }
 
+func (t *tx) AppOutbox(ctx context.Context, appID string) ([]attribution.Event, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE app_id = ? ORDER BY created_at, id`, appID)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []attribution.Event
+	for rows.Next() {
+		var e attribution.Event
+		var payload string
+		var at int64
+		if err := rows.Scan(&e.ID, &e.Kind, &e.AppID, &payload, &at); err != nil {
+			return nil, wrap(err)
+		}
+		e.Payload, e.CreatedAt = []byte(payload), fromMicros(at)
+		out = append(out, e)
+	}
+	return out, wrap(rows.Err())
+}
+
 func (t *tx) AddFillCounts(ctx context.Context, counts []attribution.FillCount) error {
 	stmt, err := t.tx.PrepareContext(ctx, `INSERT INTO fill_counts (day, campaign_id, advertiser_app_id, publisher_app_id, count) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = count + excluded.count`)

@@ -13,7 +13,11 @@ import (
 
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
@@ -301,4 +305,51 @@ func TestTrustedProxy(t *testing.T) {
 	}
 	assert.Equal(t, "fraud_datacenter_asn", a.expect(403, install("203.0.113.9")).code(t))
 	a.expect(200, install("198.51.100.8"))
+}
+
+// TestOfferSecretRotation: offers sealed with the previous secret still
+// verify where it is configured as previous, and nowhere else.
+func TestOfferSecretRotation(t *testing.T) {
+	s := storagetest.SQLite(t)
+	ctx := context.Background()
+	s1, s2 := strings.Repeat("1", 32), strings.Repeat("2", 32)
+	build := func(secret string, previous ...string) *wire.Server {
+		b, err := wire.Build(wire.Config{OfferSecret: secret, PreviousOfferSecrets: previous}, s)
+		require.NoError(t, err)
+		return b
+	}
+	old, rotated, fresh := build(s1), build(s2, s1), build(s2)
+	_, err := wire.Build(wire.Config{OfferSecret: "short"}, s)
+	assert.ErrorContains(t, err, "at least 32")
+
+	app := func(name, category string) (string, token.KeyPair) {
+		a, _, _, err := old.Apps.Register(ctx, apps.RegisterParams{Name: name, Platform: "mac", BundleID: "com.example." + name,
+			Domain: "example.com", DownloadURL: "https://example.com/" + name + ".zip", ContactEmail: "team@example.com", Category: category})
+		require.NoError(t, err)
+		_, err = old.Apps.Act(ctx, a.ID, apps.Approve, "ok")
+		require.NoError(t, err)
+		kp, err := token.GenerateKey(nil)
+		require.NoError(t, err)
+		_, _, err = old.Attribution.RegisterSDKKey(ctx, a.ID, token.EncodePublicKey(kp.Public))
+		require.NoError(t, err)
+		return a.ID, kp
+	}
+	pub, pubKey := app("pub", "games")
+	adv, _ := app("adv", "")
+	op, err := ledger.TopUp("topup:rotation", adv, 10_000, "")
+	require.NoError(t, err)
+	_, err = (&ledger.Ledger{Store: s, Now: time.Now}).Post(ctx, op)
+	require.NoError(t, err)
+	_, err = old.Market.CreateCampaign(ctx, adv, market.CreateCampaignRequest{AppID: adv, Categories: []string{"games"}, DailyBudgetCents: 5000})
+	require.NoError(t, err)
+
+	f, reason, err := old.Attribution.Fill(ctx, attribution.FillParams{PublisherAppID: pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+	require.NoError(t, err)
+	require.Empty(t, reason)
+	tok, err := token.SignClick(pubKey.Private, pubKey.ID, token.NewClickClaims(f.Offer, time.Now()))
+	require.NoError(t, err)
+	_, _, err = fresh.Attribution.Click(ctx, tok, netip.MustParseAddr("198.51.100.7"))
+	assert.Equal(t, "fraud_bad_signature", apperr.Code(err), "a server without the old secret refuses the offer")
+	_, _, err = rotated.Attribution.Click(ctx, tok, netip.MustParseAddr("198.51.100.7"))
+	assert.NoError(t, err, "the previous secret still verifies")
 }
