@@ -127,7 +127,8 @@ func (w *world) fill(pub, category string, platform xpromo.Platform) (market.Awa
 	return a, ok
 }
 
-func (w *world) status(campaignID string) xpromo.CampaignStatus {
+// stored reads a campaign from the store.
+func (w *world) stored(campaignID string) market.Campaign {
 	w.t.Helper()
 	var c market.Campaign
 	require.NoError(w.t, w.s.View(w.ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -135,7 +136,12 @@ func (w *world) status(campaignID string) xpromo.CampaignStatus {
 		c, _, err = tx.CampaignByID(ctx, campaignID)
 		return err
 	}))
-	return c.Status
+	return c
+}
+
+func (w *world) status(campaignID string) xpromo.CampaignStatus {
+	w.t.Helper()
+	return w.stored(campaignID).Status
 }
 
 func (w *world) appStatus(appID string) xpromo.AppStatus {
@@ -179,7 +185,7 @@ func TestDeliveryEligibility(t *testing.T) {
 		w.transition(susp, "suspended")
 		w.campaign(w.app("mac", "", "rejected", rich), 100_000, 900, "alpha")
 		paused := w.campaign(w.app("mac", "", "live", rich), 100_000, 900, "alpha")
-		_, err := w.mkt.PauseCampaign(w.ctx, w.appOf(paused), paused)
+		_, err := w.mkt.PauseCampaign(w.ctx, w.stored(paused).AppID, paused)
 		require.NoError(t, err)
 
 		wins := map[string]int{}
@@ -234,17 +240,6 @@ func TestDeliveryEligibility(t *testing.T) {
 		assert.Equal(t, xpromo.CampaignStatusThrottled, w.status(suspC), "a suspended app's campaign")
 		assert.Equal(t, xpromo.CampaignStatusPaused, w.status(paused))
 	})
-}
-
-func (w *world) appOf(campaignID string) string {
-	w.t.Helper()
-	var c market.Campaign
-	require.NoError(w.t, w.s.View(w.ctx, func(ctx context.Context, tx storage.Tx) error {
-		var err error
-		c, _, err = tx.CampaignByID(ctx, campaignID)
-		return err
-	}))
-	return c.AppID
 }
 
 // Budgets, spend reported by Spent and SpendToday, the UTC day, wallets and
