@@ -42,6 +42,16 @@ func (a *testServer) post(op ledger.Operation, err error) {
 	require.NoError(a.t, err)
 }
 
+// clearedInstall gives pub cash earnings: adv tops up 10000 and pays them
+// for an install on chain chn_1 that clears.
+func (a *testServer) clearedInstall(adv, pub string) {
+	a.t.Helper()
+	a.post(ledger.TopUp("topup:adv", adv, 10_000, ""))
+	h := ledger.Hold{ID: "hold_1", Advertiser: adv, Publisher: pub, Amount: 10_000, ChainID: "chn_1"}
+	a.post(ledger.EscrowHold("hold:chn_1", h))
+	a.post(ledger.Clear("clear:chn_1", h, ledger.EarnCash))
+}
+
 // ledger reads an app's ledger page through the API.
 func (a *testServer) ledger(app, key string, query ...string) xpromo.LedgerPage {
 	a.t.Helper()
@@ -322,10 +332,7 @@ func TestMoneyPayout(t *testing.T) {
 		assert.Equal(t, "below_minimum", res.code(t))
 
 		// Real cash earnings: the advertiser's install of 10000 clears.
-		api.post(ledger.TopUp("topup:adv", adv, 10_000, ""))
-		h := ledger.Hold{ID: "hold_1", Advertiser: adv, Publisher: pub, Amount: 10_000, ChainID: "chn_1"}
-		api.post(ledger.EscrowHold("hold:chn_1", h))
-		api.post(ledger.Clear("clear:chn_1", h, ledger.EarnCash))
+		api.clearedInstall(adv, pub)
 
 		res = api.do(http.MethodPost, payout, pubKey, nil)
 		require.Equal(t, 200, res.status, res.body)
@@ -392,10 +399,7 @@ func TestMoneyAdminPayoutAccount(t *testing.T) {
 		assert.Equal(t, 404, res.status)
 
 		// Payouts keep working with the stored account.
-		api.post(ledger.TopUp("topup:adv", "adv", 10_000, ""))
-		h := ledger.Hold{ID: "hold_1", Advertiser: "adv", Publisher: app, Amount: 10_000, ChainID: "chn_1"}
-		api.post(ledger.EscrowHold("hold:chn_1", h))
-		api.post(ledger.Clear("clear:chn_1", h, ledger.EarnCash))
+		api.clearedInstall("adv", app)
 		res = api.do(http.MethodPost, "/v1/apps/"+app+"/payout", key, nil)
 		require.Equal(t, 200, res.status, res.body)
 		assert.Contains(t, res.body, `"amount_cents":7000`)
