@@ -1,0 +1,50 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes the reports as a table: one row per operation of each
+// scenario, its errors by code below it.
+func WriteTable(w io.Writer, reports []*Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tendpoint\tconc\trequests\terrors\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
+	for _, r := range reports {
+		for _, o := range r.Ops {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t\n",
+				r.Scenario, o.Endpoint, r.Concurrency, o.Requests, o.Errors, o.Throughput, o.P50ms, o.P90ms, o.P99ms, o.MaxMs)
+		}
+		if len(r.Ops) == 0 {
+			fmt.Fprintf(tw, "%s\t(no request)\t%d\t0\t0\t\t\t\t\t\t\n", r.Scenario, r.Concurrency)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		for _, o := range r.Ops {
+			if o.Errors == 0 {
+				continue
+			}
+			codes := make([]string, 0, len(o.ErrorsByCode))
+			for c, n := range o.ErrorsByCode {
+				codes = append(codes, fmt.Sprintf("%s %d", c, n))
+			}
+			sort.Strings(codes)
+			fmt.Fprintf(w, "%s %s errors: %s\n", r.Scenario, o.Endpoint, strings.Join(codes, ", "))
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the reports as one indented JSON array.
+func WriteJSON(w io.Writer, reports []*Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(reports)
+}

@@ -1,0 +1,378 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/attribution"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+)
+
+// The scenarios.
+const (
+	ScenarioFill   = "fill"   // POST /v1/sdk/fill
+	ScenarioClaim  = "claim"  // POST /v1/sdk/install of clicks made beforehand
+	ScenarioLedger = "ledger" // GET /v1/apps/{id}/ledger, page after page
+	ScenarioMixed  = "mixed"  // fills, claims and ledger reads at once
+)
+
+// Scenarios lists them in the order `make loadgen` runs them.
+var Scenarios = []string{ScenarioFill, ScenarioClaim, ScenarioLedger, ScenarioMixed}
+
+// The measured operations, and the endpoint of each.
+const (
+	OpFill    = "fill"
+	OpInstall = "install"
+	OpLedger  = "ledger"
+)
+
+// Endpoints maps a measured operation to its endpoint.
+var Endpoints = map[string]string{
+	OpFill:    "POST /v1/sdk/fill",
+	OpInstall: "POST /v1/sdk/install",
+	OpLedger:  "GET /v1/apps/{id}/ledger",
+}
+
+// installDelay is how far the test clock moves between the clicks of a
+// batch and their claims: the server refuses an install claimed under 10
+// seconds after its click (fraud_ctit_too_short).
+const installDelay = 15 * time.Second
+
+// RunConfig is one load run.
+type RunConfig struct {
+	Scenario    string
+	Duration    time.Duration // measured time
+	Concurrency int           // workers sending requests
+	// Rate caps the requests per second over all workers; 0: no cap.
+	Rate float64
+	// ClaimBatch is how many clicks are made (unmeasured) before each
+	// round of claims.
+	ClaimBatch int
+	// LedgerPage is the page size of the ledger reads.
+	LedgerPage int
+	// ForwardedFor sends a distinct X-Forwarded-For address per simulated
+	// device, so that the per-address install velocity rule (20 per hour)
+	// does not refuse the claims. The server must trust the load
+	// generator's address (--trusted-proxies 127.0.0.1).
+	ForwardedFor bool
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Scenario    string    `json:"scenario"`
+	Concurrency int       `json:"concurrency"`
+	Rate        float64   `json:"rate_limit,omitempty"`
+	MeasuredSec float64   `json:"measured_seconds"`
+	Ops         []OpStats `json:"operations"`
+	// Total sums the operations (latencies are not merged: see Ops).
+	Requests   int64   `json:"requests"`
+	Errors     int64   `json:"errors"`
+	Throughput float64 `json:"requests_per_second"`
+}
+
+// Run drives the scenario against the fixture's server for cfg.Duration of
+// measured time. op must hold the admin token (the claim scenarios advance
+// the test clock).
+func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Report, error) {
+	cfg.Concurrency = max(cfg.Concurrency, 1)
+	cfg.ClaimBatch = max(cfg.ClaimBatch, cfg.Concurrency)
+	if cfg.LedgerPage <= 0 {
+		cfg.LedgerPage = 20
+	}
+	g := &generator{op: op, f: f, cfg: cfg, rec: NewRecorder()}
+	g.pace = newPacer(ctx, cfg.Rate)
+	var measured time.Duration
+	var err error
+	switch cfg.Scenario {
+	case ScenarioFill, ScenarioLedger:
+		measured = g.measure(ctx, cfg.Duration, nil)
+	case ScenarioClaim, ScenarioMixed:
+		measured, err = g.rounds(ctx)
+	default:
+		return nil, fmt.Errorf("unknown scenario %q (want fill, claim, ledger or mixed)", cfg.Scenario)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured)}
+	for _, o := range r.Ops {
+		r.Requests += o.Requests
+		r.Errors += o.Errors
+	}
+	if measured > 0 {
+		r.Throughput = float64(r.Requests) / measured.Seconds()
+	}
+	return r, nil
+}
+
+type generator struct {
+	op   *xpromo.Client
+	f    *Fixture
+	cfg  RunConfig
+	rec  *Recorder
+	pace func(context.Context) bool
+	seq  atomic.Uint64 // devices and addresses
+}
+
+// click is a reported click, waiting for its install claim.
+type click struct {
+	token, device, addr string
+	adv                 *App
+}
+
+// rounds runs the claim and mixed scenarios: make a batch of clicks
+// (unmeasured), move the test clock past the click-to-install minimum,
+// then measure until the batch is claimed; again until cfg.Duration of
+// measured time.
+func (g *generator) rounds(ctx context.Context) (time.Duration, error) {
+	var measured time.Duration
+	for measured < g.cfg.Duration && ctx.Err() == nil {
+		pool, err := g.makeClicks(ctx, g.cfg.ClaimBatch)
+		if err != nil {
+			return measured, err
+		}
+		if err := g.advance(ctx, installDelay); err != nil {
+			return measured, err
+		}
+		measured += g.measure(ctx, g.cfg.Duration-measured, pool)
+	}
+	return measured, nil
+}
+
+// makeClicks fills publisher slots and reports a click on each filled one,
+// n in all, unmeasured.
+func (g *generator) makeClicks(ctx context.Context, n int) (chan click, error) {
+	pool := make(chan click, n)
+	var left atomic.Int64
+	left.Store(int64(n))
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range g.cfg.Concurrency {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 && ctx.Err() == nil {
+				c, err := g.click(ctx)
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				pool <- c
+			}
+		})
+	}
+	wg.Wait()
+	close(pool)
+	if firstErr != nil {
+		return nil, fmt.Errorf("making clicks to claim: %w", firstErr)
+	}
+	return pool, ctx.Err()
+}
+
+func cmp(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// click plays a publisher SDK: a fill, the user's click signed, reported.
+func (g *generator) click(ctx context.Context) (click, error) {
+	dev, opts := g.device()
+	pub := g.f.Publishers[rand.IntN(len(g.f.Publishers))]
+	fill, err := g.op.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts...)
+	if err != nil {
+		return click{}, fmt.Errorf("fill: %w", err)
+	}
+	if !fill.Filled || fill.Offer == nil {
+		return click{}, &noFillError{reason: deref(fill.NoFillReason)}
+	}
+	adv := g.f.Advertisers[fill.Offer.Advertiser]
+	if adv == nil {
+		return click{}, fmt.Errorf("fill: won by app %s, not one of the load generator's advertisers: use a fresh server", fill.Offer.Advertiser)
+	}
+	token, err := attribution.SignClick(pub.Key.Private, pub.Key.ID, attribution.NewClickClaims(*fill.Offer, g.f.clock.Now()))
+	if err != nil {
+		return click{}, err
+	}
+	if _, err := g.op.SDKClick(ctx, &xpromo.ClickRequest{Token: token}, opts...); err != nil {
+		return click{}, fmt.Errorf("click: %w", err)
+	}
+	dev.token, dev.adv = token, adv
+	return dev, nil
+}
+
+// device returns a new simulated device: its id, its address and the call
+// options that send it.
+func (g *generator) device() (click, []xpromo.CallOption) {
+	n := g.seq.Add(1)
+	c := click{device: fmt.Sprintf("lgdev-%s-%d", randomHex(4), n)}
+	opts := []xpromo.CallOption{}
+	if g.cfg.ForwardedFor {
+		// 10.0.0.0/8 leaves 16 million devices; private, so never a
+		// datacenter network.
+		b := [4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)}
+		c.addr = netip.AddrFrom4(b).String()
+		opts = append(opts, xpromo.WithHeader("X-Forwarded-For", c.addr))
+	}
+	return c, opts
+}
+
+// measure runs the workers for up to d, recording each request; pool (nil
+// for fill and ledger) holds the clicks to claim: the run ends early when
+// the claim scenario has claimed them all. It returns the time measured.
+func (g *generator) measure(ctx context.Context, d time.Duration, pool chan click) time.Duration {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range g.cfg.Concurrency {
+		wg.Go(func() {
+			cursors := map[string]string{} // this worker's place in each ledger
+			for i := w; ctx.Err() == nil; i++ {
+				if !g.pace(ctx) {
+					return
+				}
+				var op string
+				var req func() error
+				switch g.cfg.Scenario {
+				case ScenarioFill:
+					op, req = OpFill, func() error { return g.fill(ctx) }
+				case ScenarioLedger:
+					op, req = OpLedger, func() error { return g.ledger(ctx, g.f.Apps[i%len(g.f.Apps)], cursors) }
+				case ScenarioClaim:
+					c, ok := <-pool
+					if !ok {
+						return // the batch is claimed: the round ends with the last claim
+					}
+					op, req = g.claim(ctx, c)
+				case ScenarioMixed:
+					// Half fills, a third ledger reads, a sixth claims (fills
+					// once the batch is claimed).
+					switch r := rand.IntN(6); {
+					case r == 0:
+						if c, ok := take(pool); ok {
+							op, req = g.claim(ctx, c)
+						} else {
+							op, req = OpFill, func() error { return g.fill(ctx) }
+						}
+					case r <= 2:
+						op, req = OpLedger, func() error { return g.ledger(ctx, g.f.Apps[i%len(g.f.Apps)], cursors) }
+					default:
+						op, req = OpFill, func() error { return g.fill(ctx) }
+					}
+				}
+				t0 := time.Now()
+				err := req()
+				took := time.Since(t0)
+				if err != nil && ctx.Err() != nil {
+					return // cut by the end of the run: not the server's answer
+				}
+				g.rec.Record(op, took, err)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func (g *generator) fill(ctx context.Context) error {
+	dev, opts := g.device()
+	pub := g.f.Publishers[rand.IntN(len(g.f.Publishers))]
+	r, err := g.op.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts...)
+	if err == nil && !r.Filled {
+		return &noFillError{reason: deref(r.NoFillReason)}
+	}
+	return err
+}
+
+// claim countersigns c now (unmeasured) and returns the measured request:
+// the advertiser SDK's install claim.
+func (g *generator) claim(ctx context.Context, c click) (string, func() error) {
+	cs, err := attribution.Countersign(c.adv.Key.Private, c.adv.Key.ID, c.token, c.device, g.f.clock.Now(), c.adv.ID)
+	if err != nil {
+		return OpInstall, func() error { return err }
+	}
+	opts := g.addrOpts(c)
+	return OpInstall, func() error {
+		r, err := g.op.SDKInstall(ctx, &xpromo.InstallRequest{Token: c.token, Countersignature: cs}, opts...)
+		if err == nil && r.State != xpromo.ChainInstalled {
+			return fmt.Errorf("install: chain %s is %s, not installed", r.ChainID, r.State)
+		}
+		return err
+	}
+}
+
+// ledger reads the next page of a's ledger, from the first again after
+// the last.
+func (g *generator) ledger(ctx context.Context, a *App, cursors map[string]string) error {
+	p, err := a.Client.GetLedger(ctx, a.ID, &xpromo.LedgerParams{Limit: g.cfg.LedgerPage, Cursor: cursors[a.ID]})
+	if err != nil {
+		return err
+	}
+	if p.NextCursor != nil {
+		cursors[a.ID] = *p.NextCursor
+	} else {
+		delete(cursors, a.ID)
+	}
+	return nil
+}
+
+// noFillError is a fill answered without a creative: the fixture's
+// campaigns buy every publisher's category, so it is counted as an error.
+type noFillError struct{ reason string }
+
+func (e *noFillError) Error() string { return "no fill: " + e.reason }
+
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+// newPacer returns the gate every request passes: with rate > 0 it lets
+// rate requests a second through, over all workers; it reports false once
+// ctx is done.
+func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
+	if rate <= 0 {
+		return func(ctx context.Context) bool { return ctx.Err() == nil }
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	var mu sync.Mutex
+	next := time.Now()
+	return func(ctx context.Context) bool {
+		mu.Lock()
+		now := time.Now()
+		if next.Before(now) {
+			next = now
+		}
+		at := next
+		next = next.Add(interval)
+		mu.Unlock()
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// take takes a click from pool without waiting.
+func take(pool chan click) (click, bool) {
+	select {
+	case c, ok := <-pool:
+		return c, ok
+	default:
+		return click{}, false
+	}
+}
