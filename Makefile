@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak bench lint build conformance clean guide demo
+.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -89,6 +89,16 @@ conformance: ## the conformance suite: in-process reference server, and its cont
 # both ledgers and stops the server. Needs only Go.
 demo: ## one paid install end to end (examples/desktop-app) against a fresh test-mode server
 	GO=$(GO) ./examples/desktop-app/demo.sh
+
+# The HTTP load generator (server/cmd/xpromo-loadgen, method in
+# BENCHMARKS.md): server/cmd/xpromo-loadgen/run.sh builds both binaries,
+# starts a fresh test-mode server with rate limits far above the load and
+# X-Forwarded-For trusted from loopback, runs the scenarios (LOADGEN_ARGS,
+# default every scenario for 10 s at concurrency 8) and stops the server.
+# SQLite in a temporary directory; LOADGEN_DATABASE_URL=postgres://… runs
+# on a fresh PostgreSQL database created (and dropped) on that server.
+loadgen: ## load test of fills, install claims and ledger reads over HTTP (LOADGEN_ARGS, LOADGEN_DATABASE_URL)
+	GO=$(GO) ./server/cmd/xpromo-loadgen/run.sh
 
 clean: ## remove ./bin (./data, the local database, is kept)
 	rm -rf bin

@@ -1,0 +1,77 @@
+package loadgen_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/loadgen"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+	"github.com/xpromo/xpromo/server/wire"
+)
+
+const adminToken = "loadgen-test-admin-token"
+
+// TestScenariosAgainstTheServer runs the setup and every scenario for about
+// a second against the real server (SQLite, behind httptest), configured as
+// `make loadgen` starts it: every request must succeed.
+func TestScenariosAgainstTheServer(t *testing.T) {
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	srv, err := wire.New(wire.Config{
+		BaseURL: ts.URL, AdminToken: adminToken, Mode: httpapi.ModeTest,
+		ReadLimit: 100_000_000, WriteLimit: 100_000_000,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")},
+	}, storagetest.SQLite(t))
+	require.NoError(t, err)
+	handler = srv
+
+	ctx := context.Background()
+	op := xpromo.NewClient(ts.URL, xpromo.WithAdminToken(adminToken), xpromo.WithRetries(0))
+	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: 2, Advertisers: 2, TopUps: 2, ForwardedFor: true})
+	require.NoError(t, err)
+	require.Len(t, f.Advertisers, 2)
+	for id := range f.Advertisers {
+		a, err := op.AdminGetApp(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, xpromo.AppStatusLive, a.Status, "the warm-up takes advertisers live")
+	}
+
+	for _, sc := range loadgen.Scenarios {
+		t.Run(sc, func(t *testing.T) {
+			r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
+				Scenario: sc, Duration: time.Second, Concurrency: 4, ClaimBatch: 40, LedgerPage: 5, ForwardedFor: true,
+			})
+			require.NoError(t, err)
+			assert.Positive(t, r.Requests)
+			assert.Zero(t, r.Errors, "%+v", r.Ops)
+			assert.Positive(t, r.MeasuredSec)
+			want := map[string][]string{
+				loadgen.ScenarioFill:   {loadgen.OpFill},
+				loadgen.ScenarioClaim:  {loadgen.OpInstall},
+				loadgen.ScenarioLedger: {loadgen.OpLedger},
+			}[sc]
+			if want != nil {
+				var got []string
+				for _, o := range r.Ops {
+					got = append(got, o.Op)
+				}
+				assert.Equal(t, want, got)
+			}
+			for _, o := range r.Ops {
+				assert.Positive(t, o.P50ms)
+				assert.LessOrEqual(t, o.P50ms, o.P99ms)
+				assert.LessOrEqual(t, o.P99ms, o.MaxMs)
+			}
+		})
+	}
+}
