@@ -19,7 +19,7 @@ func TestCommandLineRefusals(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, token, want string
-		args                []string
+		args              []string
 	}{
 		{"unknown scenario", "tok", `unknown scenario "fil"`, []string{"-scenario", "fill,fil"}},
 		{"no admin token", "", "XPROMO_ADMIN_TOKEN", []string{"-scenario", "fill"}},
