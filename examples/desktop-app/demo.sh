@@ -35,6 +35,9 @@ token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 # over the environment): a DATABASE_URL or XPROMO_LOG_LEVEL of the caller's
 # shell must not point the demo at another database or hide the line that
 # says where the server listens. Port 0: the system picks a free one.
+# Created here, not by the background job's redirection: the loop below may
+# read it before the job has opened it.
+: >"$work/server.log"
 XPROMO_ADMIN_TOKEN=$token "$work/bin/xpromo-server" serve \
 	--addr 127.0.0.1:0 --mode test --data-dir "$work/data" --database-url= \
 	--base-url= --redis-url= --categories-file= --rate-read 600 --rate-write 60 \
