@@ -296,12 +296,13 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 			asn, _ := s.IPs.Classify(c.IP)
 			ch.InstallASN = int64(asn)
 		}
-		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, pub, adv, now, rules)
+		var reads claimReads
+		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, pub, adv, now, rules, &reads)
 		if err != nil {
 			return err
 		}
 		if code == "" {
-			code, msg, err = s.hold(ctx, tx, &ch, now)
+			code, msg, err = s.hold(ctx, tx, &ch, now, &reads)
 			if err != nil {
 				return err
 			}
@@ -374,6 +375,14 @@ func (s *Service) verifyCountersignature(ctx context.Context, raw string, click 
 // takeChain returns the chain of the click's nonce, locked, inserting it
 // (clicked, without a click address) when the click was never reported.
 func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now time.Time) (Chain, error) {
+	if p, ok := tx.(ClaimPipeliner); ok {
+		fresh := chainFromClick(click, now)
+		ch, inserted, err := p.TakeChain(ctx, fresh)
+		if inserted {
+			return fresh, err
+		}
+		return ch, err
+	}
 	ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
 	if err != nil || found {
 		return ch, err
@@ -393,7 +402,7 @@ func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now 
 
 // fraudCheck runs the fraud rules that need the server's state, in order,
 // and returns the first that fails (code "" when none does).
-func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token.Click, in *token.Install, ip netip.Addr, pub, adv apps.App, now time.Time, rules Rules) (code, msg string, err error) {
+func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token.Click, in *token.Install, ip netip.Addr, pub, adv apps.App, now time.Time, rules Rules, reads *claimReads) (code, msg string, err error) {
 	// Self promotion: the offer's two apps are one (the auction never pairs
 	// them, so only a forged or stale offer can), or share a bundle id.
 	if ch.PublisherAppID == ch.AdvertiserAppID {
@@ -423,10 +432,10 @@ func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token
 	if ctit := in.CTIT(click); ctit < rules.MinCTIT {
 		return FraudCTITTooShort, fmt.Sprintf("the install was claimed %s after the click; at least %s is expected", ctit, rules.MinCTIT), nil
 	}
-	h, err := tx.InstallHistory(ctx, ch.AdvertiserAppID, ch.DeviceID, now.Add(-rules.DeviceWindow), ch.InstallIP, now.Add(-rules.IPWindow))
-	if err != nil {
+	if err := reads.read(ctx, tx, ch, now, rules); err != nil {
 		return "", "", err
 	}
+	h := reads.History
 	if h.DeviceHasApp {
 		return FraudDeviceReused, "this device already claimed an install of app " + ch.AdvertiserAppID, nil
 	}
@@ -442,29 +451,32 @@ func (s *Service) fraudCheck(ctx context.Context, tx Tx, ch *Chain, click *token
 // hold checks the campaign's daily budget and holds the price in escrow,
 // in tx. It returns a rejection code (budget_exhausted, insufficient_funds)
 // when the install cannot be bought.
-func (s *Service) hold(ctx context.Context, tx Tx, ch *Chain, now time.Time) (code, msg string, err error) {
-	cmp, found, err := tx.CampaignForUpdate(ctx, ch.CampaignID)
-	if err != nil {
-		return "", "", err
+func (s *Service) hold(ctx context.Context, tx Tx, ch *Chain, now time.Time, reads *claimReads) (code, msg string, err error) {
+	if !reads.pipelined {
+		// Read after the lock: under READ COMMITTED this statement sees
+		// every claim of the campaign committed before it.
+		q := reads.query
+		reads.Campaign, reads.CampaignFound, err = tx.CampaignForUpdate(ctx, q.CampaignID)
+		if err != nil {
+			return "", "", err
+		}
+		if reads.CampaignFound {
+			if reads.Spent, err = tx.CampaignSpend(ctx, q.CampaignID, q.SpendFrom, q.SpendTo); err != nil {
+				return "", "", err
+			}
+		}
 	}
-	if !found || cmp.AppID != ch.AdvertiserAppID {
+	cmp := reads.Campaign
+	if !reads.CampaignFound || cmp.AppID != ch.AdvertiserAppID {
 		return "", "", fmt.Errorf("attribution: campaign %s of a MAC-verified offer is not the advertiser's", ch.CampaignID)
 	}
-	// Read after the lock: under READ COMMITTED this statement sees every
-	// claim of the campaign committed before it.
-	today := day(now)
-	spent, err := tx.CampaignSpend(ctx, ch.CampaignID, today, today.Add(24*time.Hour))
-	if err != nil {
-		return "", "", err
-	}
-	if err := s.Auction.CheckBudget(cmp.DailyBudgetCents, spent, ch.PriceCents); err != nil {
+	if err := s.Auction.CheckBudget(cmp.DailyBudgetCents, reads.Spent, ch.PriceCents); err != nil {
 		return apperr.Code(err), messageOf(err), nil
 	}
-	op, err := ledger.EscrowHold(holdKey(ch.ID), ch.hold())
-	if err != nil {
-		return "", "", err
+	if reads.opErr != nil {
+		return "", "", reads.opErr
 	}
-	_, errs, err := ledger.Apply(ctx, tx, now, []ledger.Operation{op})
+	_, errs, err := ledger.Apply(ctx, tx, now, reads.query.Ledger)
 	if err != nil {
 		return "", "", err
 	}
@@ -553,4 +565,71 @@ func (s *Service) Heartbeat(ctx context.Context, raw string) (Chain, error) {
 		return Chain{}, outcome
 	}
 	return ch, nil
+}
+
+// ClaimPipeliner is implemented by stores where each statement costs a round
+// trip (PostgreSQL). An install claim then reads what it needs in two round
+// trips, the same statements in the same order as through Tx.
+type ClaimPipeliner interface {
+	// TakeChain inserts c unless a chain of its nonce exists (waiting, like
+	// InsertChain, for a concurrent insert of the nonce to end) and returns
+	// the chain of the nonce, locked, reporting whether it was c's insert.
+	TakeChain(ctx context.Context, c Chain) (ch Chain, inserted bool, err error)
+	// ClaimReads runs, in this order, InstallHistory, CampaignForUpdate and,
+	// after the campaign's lock is granted, CampaignSpend; then it sends
+	// ledger.Apply's reads for q.Ledger (operation keys, holds, account
+	// locks: the locks after the campaign's, as without pipelining), whose
+	// results the store hands to Apply's calls with the same arguments.
+	ClaimReads(ctx context.Context, q ClaimQuery) (ClaimState, error)
+}
+
+// ClaimQuery is what an accepted claim reads: the device's and address's
+// installs for the fraud rules, the campaign (locked) and its day's spend
+// for the budget, and the escrow hold to apply.
+type ClaimQuery struct {
+	AdvertiserAppID, DeviceID, IP string
+	DeviceSince, IPSince          time.Time
+	CampaignID                    string
+	SpendFrom, SpendTo            time.Time
+	Ledger                        []ledger.Operation
+}
+
+// ClaimState is what ClaimReads read.
+type ClaimState struct {
+	History       InstallHistory
+	Campaign      CampaignBudget
+	CampaignFound bool
+	Spent         int64 // the campaign's spend over [SpendFrom, SpendTo)
+}
+
+// claimReads carries a claim's reads from the fraud rules to the hold.
+type claimReads struct {
+	ClaimState
+	query     ClaimQuery
+	pipelined bool  // ClaimState is complete (ClaimPipeliner); else only History
+	opErr     error // ledger.EscrowHold's refusal of the hold
+}
+
+// read reads the install history and, on a ClaimPipeliner, everything the
+// hold needs, in one round trip.
+func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
+	today := day(now)
+	r.query = ClaimQuery{AdvertiserAppID: ch.AdvertiserAppID, DeviceID: ch.DeviceID, IP: ch.InstallIP,
+		DeviceSince: now.Add(-rules.DeviceWindow), IPSince: now.Add(-rules.IPWindow),
+		CampaignID: ch.CampaignID, SpendFrom: today, SpendTo: today.Add(24 * time.Hour)}
+	// An invalid hold is the hold's error, after the rules and the budget.
+	op, opErr := ledger.EscrowHold(holdKey(ch.ID), ch.hold())
+	r.opErr = opErr
+	if opErr == nil {
+		r.query.Ledger = []ledger.Operation{op}
+	}
+	var err error
+	if p, ok := tx.(ClaimPipeliner); ok {
+		r.ClaimState, err = p.ClaimReads(ctx, r.query)
+		r.pipelined = err == nil
+		return err
+	}
+	q := r.query
+	r.History, err = tx.InstallHistory(ctx, q.AdvertiserAppID, q.DeviceID, q.DeviceSince, q.IP, q.IPSince)
+	return err
 }

@@ -16,7 +16,10 @@ import (
 
 // attribution.Tx on PostgreSQL.
 
-var _ attribution.Tx = (*tx)(nil)
+var (
+	_ attribution.Tx             = (*tx)(nil)
+	_ attribution.ClaimPipeliner = (*tx)(nil)
+)
 
 func init() {
 	// Two registrations of one public key race on its kid: the loser runs
@@ -123,14 +126,80 @@ func scanChain(row pgx.Row, extra ...any) (attribution.Chain, error) {
 // inserting the same nonce and, once that one commits, does nothing: of any
 // number of racing inserts exactly one lands.
 func (t *tx) InsertChain(ctx context.Context, c attribution.Chain) (bool, error) {
-	n, err := t.exec(ctx, `INSERT INTO chains (`+chainColumns+`)
+	n, err := t.exec(ctx, insertChain, chainArgs(c)...)
+	return n == 1, wrap(err, "inserting a chain")
+}
+
+const insertChain = `INSERT INTO chains (` + chainColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)
-ON CONFLICT (nonce) DO NOTHING`,
-		c.ID, nullable(c.Nonce), nullable(c.ClaimedNonce), string(c.State), c.Reason, c.CampaignID, c.PublisherAppID, c.AdvertiserAppID, c.Category, string(c.Platform),
+ON CONFLICT (nonce) DO NOTHING`
+
+func chainArgs(c attribution.Chain) []any {
+	return []any{c.ID, nullable(c.Nonce), nullable(c.ClaimedNonce), string(c.State), c.Reason, c.CampaignID, c.PublisherAppID, c.AdvertiserAppID, c.Category, string(c.Platform),
 		c.PriceCents, ztime(c.OfferedAt), ztime(c.ClickedAt), ztime(c.ExpiresAt), c.ClickToken, c.TokenHash, c.PublisherKID, c.Countersignature, c.AdvertiserKID,
 		c.DeviceID, ztime(c.ClaimedAt), c.ClickIP, c.InstallIP, c.InstallASN, ztime(c.InstalledAt), ztime(c.ActivatedAt), ztime(c.ResolvedAt), c.HeartbeatSeq,
-		ztime(c.LastHeartbeatAt), c.CreatedAt, c.UpdatedAt)
-	return n == 1, wrap(err, "inserting a chain")
+		ztime(c.LastHeartbeatAt), c.CreatedAt, c.UpdatedAt}
+}
+
+// TakeChain sends the insert of c (ON CONFLICT DO NOTHING, as InsertChain)
+// and the locking read of its nonce's chain in one round trip. The read
+// runs once the insert has ended, so it finds c or the chain that was there
+// or whose concurrent insert committed first.
+func (t *tx) TakeChain(ctx context.Context, c attribution.Chain) (attribution.Chain, bool, error) {
+	var inserted, found bool
+	var out attribution.Chain
+	b := &pgx.Batch{}
+	b.Queue(insertChain, chainArgs(c)...).Exec(func(ct pgconn.CommandTag) error {
+		inserted = ct.RowsAffected() == 1
+		return nil
+	})
+	b.Queue(selectChains+` WHERE nonce = $1 FOR UPDATE`, c.Nonce).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var err error
+			if out, err = scanChain(rows); err != nil {
+				return err
+			}
+			found = true
+		}
+		return rows.Err()
+	})
+	if err := t.send(ctx, b); err != nil {
+		return attribution.Chain{}, false, wrap(err, "taking a chain")
+	}
+	if !found {
+		return attribution.Chain{}, false, fmt.Errorf("postgres: chain of nonce %s neither inserted nor found", c.Nonce)
+	}
+	return out, inserted, nil
+}
+
+// ClaimReads sends an accepted claim's reads in one round trip, in the
+// order of the statements they replace (attribution.ClaimPipeliner): the
+// campaign's lock before the spend it guards, the ledger's account locks
+// last.
+func (t *tx) ClaimReads(ctx context.Context, q attribution.ClaimQuery) (attribution.ClaimState, error) {
+	var st attribution.ClaimState
+	b := &pgx.Batch{}
+	b.Queue(installHistory, q.AdvertiserAppID, q.DeviceID, q.DeviceSince, q.IP, q.IPSince).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.History.DeviceHasApp, &st.History.ByDevice, &st.History.ByIP)
+	})
+	b.Queue(campaignForUpdate, q.CampaignID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			if err := rows.Scan(&st.Campaign.AppID, &st.Campaign.DailyBudgetCents); err != nil {
+				return err
+			}
+			st.CampaignFound = true
+		}
+		return rows.Err()
+	})
+	b.Queue(campaignSpend, q.CampaignID, q.SpendFrom, q.SpendTo).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Spent)
+	})
+	t.queueLedgerReads(b, q.Ledger)
+	if err := t.send(ctx, b); err != nil {
+		t.pre = nil
+		return st, wrap(err, "reading a claim's state")
+	}
+	return st, nil
 }
 
 func (t *tx) chain(ctx context.Context, where string, lock bool, arg any) (attribution.Chain, bool, error) {
@@ -219,11 +288,13 @@ func (t *tx) UpdateChains(ctx context.Context, cs []attribution.Chain) error {
 	return nil
 }
 
+const campaignForUpdate = `SELECT app_id, daily_budget_cents FROM campaigns WHERE id = $1 FOR UPDATE`
+
 // CampaignForUpdate locks the campaign's row: install claims of one
 // campaign check its daily budget one after the other.
 func (t *tx) CampaignForUpdate(ctx context.Context, id string) (attribution.CampaignBudget, bool, error) {
 	var c attribution.CampaignBudget
-	err := t.queryRow(ctx, `SELECT app_id, daily_budget_cents FROM campaigns WHERE id = $1 FOR UPDATE`, []any{id}, &c.AppID, &c.DailyBudgetCents)
+	err := t.queryRow(ctx, campaignForUpdate, []any{id}, &c.AppID, &c.DailyBudgetCents)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -233,10 +304,12 @@ func (t *tx) CampaignForUpdate(ctx context.Context, id string) (attribution.Camp
 // spendStates are the states whose price counts in a day's spend.
 const spendStates = `state IN ('installed', 'activated_48h', 'cleared')`
 
+const campaignSpend = `SELECT coalesce(sum(price_cents), 0)::bigint FROM chains
+WHERE campaign_id = $1 AND installed_at >= $2 AND installed_at < $3 AND ` + spendStates
+
 func (t *tx) CampaignSpend(ctx context.Context, campaignID string, from, to time.Time) (int64, error) {
 	var n int64
-	err := t.queryRow(ctx, `SELECT coalesce(sum(price_cents), 0)::bigint FROM chains
-WHERE campaign_id = $1 AND installed_at >= $2 AND installed_at < $3 AND `+spendStates, []any{campaignID, from, to}, &n)
+	err := t.queryRow(ctx, campaignSpend, []any{campaignID, from, to}, &n)
 	return n, wrap(err, "summing a campaign's spend")
 }
 
@@ -255,13 +328,14 @@ WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY camp
 	return out, wrap(err, "summing spend by campaign")
 }
 
-func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (attribution.InstallHistory, error) {
-	var h attribution.InstallHistory
-	err := t.queryRow(ctx, `SELECT
+const installHistory = `SELECT
   EXISTS (SELECT 1 FROM chains WHERE advertiser_app_id = $1 AND device_id = $2 AND installed_at IS NOT NULL),
   (SELECT count(*) FROM chains WHERE device_id = $2 AND installed_at >= $3),
-  (SELECT count(*) FROM chains WHERE $4 <> '' AND install_ip = $4 AND installed_at >= $5)`,
-		[]any{advertiserAppID, deviceID, deviceSince, ip, ipSince}, &h.DeviceHasApp, &h.ByDevice, &h.ByIP)
+  (SELECT count(*) FROM chains WHERE $4 <> '' AND install_ip = $4 AND installed_at >= $5)`
+
+func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (attribution.InstallHistory, error) {
+	var h attribution.InstallHistory
+	err := t.queryRow(ctx, installHistory, []any{advertiserAppID, deviceID, deviceSince, ip, ipSince}, &h.DeviceHasApp, &h.ByDevice, &h.ByIP)
 	return h, wrap(err, "reading a device's installs")
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type tx struct {
 	begun   bool               // BEGIN has been sent
 	pending []*pgx.QueuedQuery // Append's statements, not sent yet
 	err     error              // once set, the transaction can only roll back
+	pre     *ledgerReads       // ledger reads sent ahead of their call (queueLedgerReads)
 }
 
 var _ ledger.Tx = (*tx)(nil)
@@ -186,7 +188,19 @@ func (t *tx) FindOperations(ctx context.Context, keys []string) (map[string]ledg
 	if len(keys) == 0 {
 		return out, nil
 	}
+	if t.pre != nil && t.pre.ops != nil && slices.Equal(t.pre.keys, keys) {
+		out, t.pre.ops = t.pre.ops, nil
+		return out, nil
+	}
 	b := &pgx.Batch{}
+	queueFindOperations(b, keys, out)
+	if err := t.send(ctx, b); err != nil {
+		return nil, wrap(err, "finding operations")
+	}
+	return out, nil
+}
+
+func queueFindOperations(b *pgx.Batch, keys []string, out map[string]ledger.Record) {
 	cond, args := lookup("key", keys)
 	b.Queue(`SELECT id, key, kind, request_hash, created_at FROM ledger_operations WHERE `+cond, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -198,12 +212,8 @@ func (t *tx) FindOperations(ctx context.Context, keys []string) (map[string]ledg
 			r.Kind, r.CreatedAt = ledger.Kind(kind), r.CreatedAt.UTC()
 			out[r.Key] = r
 		}
-		return nil
+		return rows.Err()
 	})
-	if err := t.send(ctx, b); err != nil {
-		return nil, wrap(err, "finding operations")
-	}
-	return out, nil
 }
 
 func (t *tx) OperationLines(ctx context.Context, operationIDs []string) (map[string][]ledger.Line, error) {
@@ -237,7 +247,19 @@ func (t *tx) Holds(ctx context.Context, ids []string) (map[string]ledger.Hold, e
 	if len(ids) == 0 {
 		return out, nil
 	}
+	if t.pre != nil && t.pre.holds != nil && slices.Equal(t.pre.holdIDs, ids) {
+		out, t.pre.holds = t.pre.holds, nil
+		return out, nil
+	}
 	b := &pgx.Batch{}
+	queueHolds(b, ids, out)
+	if err := t.send(ctx, b); err != nil {
+		return nil, wrap(err, "reading holds")
+	}
+	return out, nil
+}
+
+func queueHolds(b *pgx.Batch, ids []string, out map[string]ledger.Hold) {
 	cond, args := lookup("h.id", ids)
 	b.Queue(`SELECT h.id, h.advertiser_app_id, coalesce(h.publisher_app_id, ''), h.amount, coalesce(h.chain_id, ''), h.created_at,
   coalesce((SELECT r.resolution FROM escrow_resolutions r WHERE r.hold_id = h.id), '')
@@ -250,12 +272,8 @@ FROM escrow_holds h WHERE `+cond, args...).Query(func(rows pgx.Rows) error {
 			h.CreatedAt = h.CreatedAt.UTC()
 			out[h.ID] = h
 		}
-		return nil
+		return rows.Err()
 	})
-	if err := t.send(ctx, b); err != nil {
-		return nil, wrap(err, "reading holds")
-	}
-	return out, nil
 }
 
 // lockAccounts locks the rows in id order. READ COMMITTED returns the latest
@@ -287,20 +305,14 @@ func (t *tx) LockAccounts(ctx context.Context, ids []string) (map[string]ledger.
 	if len(ids) == 0 {
 		return out, nil
 	}
-	b := &pgx.Batch{}
-	query, args := lockAccounts(ids)
-	b.Queue(query, args...).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var a ledger.Account
-			if err := rows.Scan(&a.ID, &a.Balance, &a.Seq, &a.Head); err != nil {
-				return err
-			}
-			out[a.ID] = a
+	if t.pre != nil && t.pre.accounts != nil && slices.Equal(t.pre.accountIDs, ids) {
+		out, t.pre.accounts = t.pre.accounts, nil
+	} else {
+		b := &pgx.Batch{}
+		queueLockAccounts(b, ids, out)
+		if err := t.send(ctx, b); err != nil {
+			return nil, wrap(err, "locking accounts")
 		}
-		return nil
-	})
-	if err := t.send(ctx, b); err != nil {
-		return nil, wrap(err, "locking accounts")
 	}
 	if len(out) == len(ids) {
 		return out, nil
@@ -313,6 +325,74 @@ func (t *tx) LockAccounts(ctx context.Context, ids []string) (map[string]ledger.
 	}
 	t.err = m // the caller cannot go on without these locks
 	return nil, m
+}
+
+func queueLockAccounts(b *pgx.Batch, ids []string, out map[string]ledger.Account) {
+	query, args := lockAccounts(ids)
+	b.Queue(query, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var a ledger.Account
+			if err := rows.Scan(&a.ID, &a.Balance, &a.Seq, &a.Head); err != nil {
+				return err
+			}
+			out[a.ID] = a
+		}
+		return rows.Err()
+	})
+}
+
+// ledgerReads are the reads ledger.Apply makes for some operations, sent
+// ahead of Apply in the round trip of other statements (queueLedgerReads).
+// Each result is handed once to the call with exactly the same arguments;
+// any other call queries as usual. The reads are the ones Apply would make
+// one or two round trips later in the same transaction, under READ
+// COMMITTED: nothing of the transaction's own runs in between.
+type ledgerReads struct {
+	keys, holdIDs, accountIDs []string
+	ops                       map[string]ledger.Record
+	holds                     map[string]ledger.Hold
+	accounts                  map[string]ledger.Account
+}
+
+// queueLedgerReads queues, on b, the reads ledger.Apply makes for ops that
+// are posted for the first time: their keys, then the holds they open or
+// resolve, then the locks of their accounts in id order (last: the caller
+// puts them after any lock taken before the ledger's).
+func (t *tx) queueLedgerReads(b *pgx.Batch, ops []ledger.Operation) {
+	if len(ops) == 0 {
+		return
+	}
+	r := &ledgerReads{}
+	for _, op := range ops {
+		r.keys = append(r.keys, op.Key)
+		if op.Opens != nil {
+			r.holdIDs = append(r.holdIDs, op.Opens.ID)
+		}
+		if op.Resolves != nil {
+			r.holdIDs = append(r.holdIDs, op.Resolves.HoldID)
+		}
+		for _, p := range op.Postings {
+			r.accountIDs = append(r.accountIDs, p.Account)
+		}
+	}
+	r.holdIDs, r.accountIDs = sortedUnique(r.holdIDs), sortedUnique(r.accountIDs)
+	r.ops = make(map[string]ledger.Record, len(r.keys))
+	queueFindOperations(b, r.keys, r.ops)
+	if len(r.holdIDs) > 0 {
+		r.holds = make(map[string]ledger.Hold, len(r.holdIDs))
+		queueHolds(b, r.holdIDs, r.holds)
+	}
+	if len(r.accountIDs) > 0 {
+		r.accounts = make(map[string]ledger.Account, len(r.accountIDs))
+		queueLockAccounts(b, r.accountIDs, r.accounts)
+	}
+	t.pre = r
+}
+
+func sortedUnique(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 // missingAccounts is LockAccounts' request to InTx: create these accounts,
