@@ -253,15 +253,15 @@ func (g *generator) measure(ctx context.Context, d time.Duration, pool chan clic
 					}
 					op, req = g.claim(ctx, c)
 				case ScenarioMixed:
-					// Half fills, a third ledger reads, a sixth claims (fills
-					// once the batch is claimed).
+					// Half fills, a third ledger reads, a sixth claims; a
+					// worker that finds the batch claimed ends the round.
 					switch r := rand.IntN(6); {
 					case r == 0:
-						if c, ok := take(pool); ok {
-							op, req = g.claim(ctx, c)
-						} else {
-							op, req = OpFill, func() error { return g.fill(ctx) }
+						c, ok := <-pool // closed when made: never waits
+						if !ok {
+							return // the batch is claimed: the next round makes more
 						}
+						op, req = g.claim(ctx, c)
 					case r <= 2:
 						op, req = OpLedger, func() error { return g.ledger(ctx, g.f.Apps[i%len(g.f.Apps)], cursors) }
 					default:
@@ -364,15 +364,5 @@ func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 		case <-t.C:
 			return true
 		}
-	}
-}
-
-// take takes a click from pool without waiting.
-func take(pool chan click) (click, bool) {
-	select {
-	case c, ok := <-pool:
-		return c, ok
-	default:
-		return click{}, false
 	}
 }

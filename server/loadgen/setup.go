@@ -143,6 +143,12 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 	if err := goLive(ctx, op, f, cfg.ForwardedFor); err != nil {
 		return nil, fmt.Errorf("taking the advertisers live: %w", err)
 	}
+	// One fill alone rebuilds the server's delivery index, which still
+	// caps the advertisers: concurrent fills during that rebuild would use
+	// the capped index and find no eligible campaign.
+	if _, err := op.SDKFill(ctx, &xpromo.FillRequest{AppID: f.Publishers[0].ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac}); err != nil {
+		return nil, fmt.Errorf("priming fill: %w", err)
+	}
 	return f, nil
 }
 

@@ -87,7 +87,7 @@ status=0
 XPROMO_ADMIN_TOKEN=$token "$work/bin/xpromo-loadgen" -url "http://$addr" $args || status=$?
 if ((status != 0)); then
 	echo >&2
-	echo "--- the server's log (last 40 lines) ---" >&2
-	tail -n 40 "$work/server.log" >&2
+	echo "--- the server's log (last 40 lines but the access log) ---" >&2
+	grep -v 'msg="http request"' "$work/server.log" | tail -n 40 >&2
 fi
 exit "$status"
