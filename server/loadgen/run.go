@@ -116,7 +116,6 @@ type generator struct {
 	cfg  RunConfig
 	rec  *Recorder
 	pace func(context.Context) bool
-	seq  atomic.Uint64 // devices and addresses
 }
 
 // click is a reported click, waiting for its install claim.
@@ -211,7 +210,7 @@ func (g *generator) click(ctx context.Context) (click, error) {
 // device returns a new simulated device: its id, its address and the call
 // options that send it.
 func (g *generator) device() (click, []xpromo.CallOption) {
-	n := g.seq.Add(1)
+	n := g.f.devices.Add(1)
 	c := click{device: fmt.Sprintf("lgdev-%s-%d", randomHex(4), n)}
 	opts := []xpromo.CallOption{}
 	if g.cfg.ForwardedFor {

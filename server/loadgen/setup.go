@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/attribution"
@@ -31,6 +32,10 @@ type Fixture struct {
 	Apps []*App
 
 	clock serverClock
+	// devices numbers the simulated devices of every run on the fixture,
+	// and so their addresses: each address stays under the server's
+	// per-address install velocity limit.
+	devices atomic.Uint64
 }
 
 // SetupConfig sizes the fixture.
