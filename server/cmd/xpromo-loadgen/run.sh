@@ -55,6 +55,10 @@ fi
 # command line, where ps would show it).
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
+# Created here, not by the background job's redirection: the wait loop
+# below may read it before the job has opened it (as in demo.sh).
+: >"$work/server.log"
+
 # Every setting the environment could change is given as a flag (flags win
 # over the environment). Port 0: the system picks a free one.
 XPROMO_ADMIN_TOKEN=$token "$work/bin/xpromo-server" serve \
