@@ -17,16 +17,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$root"
 args=${LOADGEN_ARGS:--scenario all -duration 10s -concurrency 8}
 
+# shellcheck source=../../../scripts/testserver.sh
+. "$root/scripts/testserver.sh"
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/xpromo-loadgen.XXXXXX")
-server_pid=
 db_admin_url=
 db_name=
 cleanup() {
 	local status=$?
-	if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	stop_test_server
 	if [[ -n $db_name ]]; then
 		psql -q "$db_admin_url" -c "DROP DATABASE IF EXISTS $db_name" >/dev/null 2>&1 || true
 	fi
@@ -55,34 +54,11 @@ fi
 # command line, where ps would show it).
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
-# Created here, not by the background job's redirection: the wait loop
-# below may read it before the job has opened it (as in demo.sh).
-: >"$work/server.log"
-
-# Every setting the environment could change is given as a flag (flags win
-# over the environment). Port 0: the system picks a free one.
-XPROMO_ADMIN_TOKEN=$token "$work/bin/xpromo-server" serve \
-	--addr 127.0.0.1:0 --mode test --data-dir "$work/data" --database-url="$database_url" \
-	--base-url= --redis-url= --categories-file= \
-	--rate-read 100000000 --rate-write 100000000 --trusted-proxies 127.0.0.1 \
-	--log-format text --log-level info >"$work/server.log" 2>&1 &
-server_pid=$!
-
 # The server logs at info, as in production: the access log line of each
-# request is part of its cost. The "listening" line gives the port.
-addr=
-for _ in $(seq 1 300); do
-	addr=$(sed -n 's/.* msg=listening addr=\([^ ]*\) .*/\1/p' "$work/server.log")
-	if [[ -n $addr ]] || ! kill -0 "$server_pid" 2>/dev/null; then
-		break
-	fi
-	sleep 0.1
-done
-if [[ -z $addr ]]; then
-	echo "xpromo-server did not start:" >&2
-	cat "$work/server.log" >&2
-	exit 1
-fi
+# request is part of its cost. Loopback is a trusted proxy so that each
+# simulated device can send its own X-Forwarded-For address.
+start_test_server "$work/bin/xpromo-server" "$work/server.log" --database-url="$database_url" \
+	--rate-read 100000000 --rate-write 100000000 --trusted-proxies 127.0.0.1
 echo "xpromo-server: test mode, $store, listening on http://$addr"
 echo "machine load: $(uptime)"
 
