@@ -1,9 +1,6 @@
 package xpromo
 
 import (
-	"bytes"
-	"encoding/json"
-	"reflect"
 	"testing"
 
 	"github.com/xpromo/xpromo/sdk/attribution"
@@ -112,36 +109,7 @@ func sdkGoldenCases() []goldenCase {
 
 // The same checks as TestGoldenJSON, over the SDK-facing types.
 func TestSDKWireGoldenJSON(t *testing.T) {
-	for _, tc := range sdkGoldenCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			var want bytes.Buffer
-			if err := json.Compact(&want, []byte(tc.golden)); err != nil {
-				t.Fatalf("bad golden: %v", err)
-			}
-			for _, v := range []any{tc.value, ptrTo(tc.value)} {
-				got, err := json.Marshal(v)
-				if err != nil {
-					t.Fatalf("marshal %T: %v", v, err)
-				}
-				if !bytes.Equal(got, want.Bytes()) {
-					t.Errorf("marshal %T:\n got %s\nwant %s", v, got, want.Bytes())
-				}
-			}
-			dst := reflect.New(reflect.TypeOf(tc.value))
-			dec := json.NewDecoder(bytes.NewReader(want.Bytes()))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(dst.Interface()); err != nil {
-				t.Fatalf("unmarshal: %v", err)
-			}
-			expect := tc.decoded
-			if expect == nil {
-				expect = tc.value
-			}
-			if got := dst.Elem().Interface(); !reflect.DeepEqual(got, expect) {
-				t.Errorf("unmarshal:\n got %#v\nwant %#v", got, expect)
-			}
-		})
-	}
+	testGoldenJSON(t, sdkGoldenCases())
 }
 
 func TestSDKWireEnums(t *testing.T) {
