@@ -18,8 +18,6 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
-	"github.com/xpromo/xpromo/server/storage"
-	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
 
 // countersignAny signs an install countersignature for any app, which
@@ -40,8 +38,7 @@ func countersignAny(t *testing.T, kp token.KeyPair, tok, device string, at time.
 // before the claim is authenticated leaves the chain claimable; a fraud
 // rule on an authenticated claim rejects the chain itself.
 func TestFraudRules(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		w := newWorld(t, s, attribution.Rules{})
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		from := w.now()
 		p := w.pair("productivity", 0)
 		const price = 400
@@ -237,8 +234,7 @@ func TestFraudRules(t *testing.T) {
 // advertiser's wallet cannot take rejects the chain with budget_exhausted
 // or insufficient_funds (409), which are not fraud.
 func TestPaymentRejections(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		w := newWorld(t, s, attribution.Rules{})
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		p := w.pair("productivity", 0)
 		low := w.campaign(p.adv, "productivity", 1000, 0)
 		q := p
@@ -292,8 +288,7 @@ func types(ls []ledger.Line) []ledger.LineType {
 // fraud_token_reused (distinct countersignatures), or replays of the
 // winning claim (the same countersignature), and one escrow hold exists.
 func TestReplayConcurrent(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		w := newWorld(t, s, attribution.Rules{})
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		p := w.pair("productivity", 0)
 		const n = 50
 		for _, same := range []bool{false, true} {

@@ -19,6 +19,7 @@ import (
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
 	"github.com/xpromo/xpromo/server/wire"
 )
 
@@ -292,4 +293,22 @@ func (w *world) activated(pairs []pair, n int) {
 		})
 		require.NoError(w.t, err)
 	}
+}
+
+// eachWorld runs f on a fresh world with the given rules once per store
+// (storagetest.Each).
+func eachWorld(t *testing.T, rules attribution.Rules, f func(t *testing.T, w *world)) {
+	t.Helper()
+	storagetest.Each(t, func(t *testing.T, s storage.Store) { f(t, newWorld(t, s, rules)) })
+}
+
+// outbox is the app's webhook outbox as the store holds it.
+func (w *world) outbox(app string) []attribution.Event {
+	w.t.Helper()
+	var out []attribution.Event
+	require.NoError(w.t, w.store.View(w.ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+		out, err = tx.AppOutbox(ctx, app)
+		return err
+	}))
+	return out
 }

@@ -1,7 +1,6 @@
 package attribution_test
 
 import (
-	"context"
 	"encoding/json"
 	"sync"
 	"testing"
@@ -15,19 +14,7 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
-	"github.com/xpromo/xpromo/server/storage"
-	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
-
-func (w *world) outbox(app string) []attribution.Event {
-	w.t.Helper()
-	var out []attribution.Event
-	require.NoError(w.t, w.store.View(w.ctx, func(ctx context.Context, tx storage.Tx) (err error) {
-		out, err = tx.AppOutbox(ctx, app)
-		return err
-	}))
-	return out
-}
 
 func kinds(evs []attribution.Event) map[string]int {
 	out := map[string]int{}
@@ -40,8 +27,7 @@ func kinds(evs []attribution.Event) map[string]int {
 // TestOutbox: each state change writes its events, for both apps, in its
 // transaction; a refused claim whose offer verified tells both apps too.
 func TestOutbox(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		w := newWorld(t, s, attribution.Rules{})
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		p := w.pair("productivity", 0)
 		ch, tok, err := w.clickAndInstall(p, "dev-1", residential)
 		require.NoError(t, err)
@@ -76,8 +62,7 @@ func TestOutbox(t *testing.T) {
 // TestHeartbeatChecks: a heartbeat is signed by the app's key, fresh, for
 // an install of that app on that device, with a growing seq.
 func TestHeartbeatChecks(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		w := newWorld(t, s, attribution.Rules{})
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		p := w.pair("productivity", 0)
 		_, tok, err := w.clickAndInstall(p, "dev-1", residential)
 		require.NoError(t, err)
@@ -103,8 +88,7 @@ func TestHeartbeatChecks(t *testing.T) {
 // once (on PostgreSQL they claim disjoint batches with SKIP LOCKED; SQLite
 // has one writer), and the ledger verifies.
 func TestConcurrentSweeps(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		w := newWorld(t, s, attribution.Rules{})
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		var pairs []pair
 		for range 4 {
 			p := w.pair("productivity", 0)
