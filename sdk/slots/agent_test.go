@@ -80,6 +80,62 @@ func (r *recordingRenderer) Render(ctx context.Context, ad Ad) (Outcome, error) 
 	return r.out, nil
 }
 
+// newPublisher starts app_pub's SDK on a fresh device against a fresh
+// server; the agent is closed when the test ends.
+func newPublisher(t *testing.T) (*sdkServer, *Agent) {
+	t.Helper()
+	srv := newSDKServer(t)
+	pub := newAgent(t, srv, newDevice(t), "app_pub")
+	t.Cleanup(func() { pub.Close() })
+	return srv, pub
+}
+
+// mustFill fills slot or fails the test.
+func mustFill(t *testing.T, pub *Agent, slot xpromo.Slot) *Placement {
+	t.Helper()
+	p, err := pub.Fill(context.Background(), slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// mustShowClicked shows slot to a user who clicks the ad, or fails the test.
+func mustShowClicked(t *testing.T, pub *Agent, slot xpromo.Slot) ShowResult {
+	t.Helper()
+	res, err := pub.Show(context.Background(), slot, &recordingRenderer{out: Clicked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// clickedDevice is a device whose inbox holds a click on an ad for
+// app_adv, and a server whose clock stands a minute after the click.
+func clickedDevice(t *testing.T) (*sdkServer, device) {
+	t.Helper()
+	srv := newSDKServer(t)
+	dev := newDevice(t)
+	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
+		t.Fatal(err)
+	}
+	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute) })
+	return srv, dev
+}
+
+// claimedAdvertiser starts app_adv's SDK on a clickedDevice and claims the
+// install; the agent is closed when the test ends.
+func claimedAdvertiser(t *testing.T) (*sdkServer, *Agent) {
+	t.Helper()
+	srv, dev := clickedDevice(t)
+	adv := newAgent(t, srv, dev, "app_adv")
+	t.Cleanup(func() { adv.Close() })
+	if s, err := adv.ClaimInstall(context.Background()); err != nil || s.State != xpromo.ChainInstalled {
+		t.Fatalf("claim: %+v %v", s, err)
+	}
+	return srv, adv
+}
+
 func TestShowAndClick(t *testing.T) {
 	srv := newSDKServer(t)
 	dev := newDevice(t)
@@ -148,9 +204,7 @@ func TestShowAndClick(t *testing.T) {
 }
 
 func TestShowDismissedAndNoFill(t *testing.T) {
-	srv := newSDKServer(t)
-	pub := newAgent(t, srv, newDevice(t), "app_pub")
-	defer pub.Close()
+	srv, pub := newPublisher(t)
 	res, err := pub.Show(context.Background(), SlotAboutWindow, &recordingRenderer{out: Dismissed})
 	if err != nil || res.Outcome != Dismissed || res.DownloadURL != "" {
 		t.Fatalf("dismissed: %+v %v", res, err)
@@ -182,10 +236,8 @@ func TestFillRefusesMismatchedOffer(t *testing.T) {
 		"other platform":   func(o *attribution.Offer) { o.Platform = "win" },
 	} {
 		t.Run(name, func(t *testing.T) {
-			srv := newSDKServer(t)
+			srv, pub := newPublisher(t)
 			srv.set(func(s *sdkServer) { s.offerFor = f })
-			pub := newAgent(t, srv, newDevice(t), "app_pub")
-			defer pub.Close()
 			r := &recordingRenderer{out: Clicked}
 			if _, err := pub.Show(context.Background(), SlotSettingsIdle, r); err == nil || len(r.ads) != 0 {
 				t.Fatalf("shown: %v", err)
@@ -195,13 +247,8 @@ func TestFillRefusesMismatchedOffer(t *testing.T) {
 }
 
 func TestClickAfterOfferLapsed(t *testing.T) {
-	srv := newSDKServer(t)
-	pub := newAgent(t, srv, newDevice(t), "app_pub")
-	defer pub.Close()
-	p, err := pub.Fill(context.Background(), SlotUpdateInstalled)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, pub := newPublisher(t)
+	p := mustFill(t, pub, SlotUpdateInstalled)
 	srv.advance(attribution.OfferTTL)
 	if _, err := p.Click(context.Background()); !errors.Is(err, ErrOfferExpired) {
 		t.Fatalf("click after the offer lapsed: %v", err)
@@ -215,10 +262,7 @@ func TestClickReportSurvivesOfflineAndRestart(t *testing.T) {
 	srv := newSDKServer(t)
 	dev := newDevice(t)
 	pub := newAgent(t, srv, dev, "app_pub")
-	p, err := pub.Fill(context.Background(), SlotOnboardingComplete)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustFill(t, pub, SlotOnboardingComplete)
 	srv.set(func(s *sdkServer) { s.down = true })
 	dl, err := p.Click(context.Background())
 	if err != nil || dl == "" {
@@ -247,13 +291,8 @@ func TestClickReportSurvivesOfflineAndRestart(t *testing.T) {
 // the same Idempotency-Key and body, and the server answers from the first
 // time instead of acting twice.
 func TestLostAnswerIsReplayedNotRepeated(t *testing.T) {
-	srv := newSDKServer(t)
-	pub := newAgent(t, srv, newDevice(t), "app_pub")
-	defer pub.Close()
-	p, err := pub.Fill(context.Background(), SlotOnboardingComplete)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, pub := newPublisher(t)
+	p := mustFill(t, pub, SlotOnboardingComplete)
 	srv.set(func(s *sdkServer) { s.dropAfter = 1 })
 	if _, err := p.Click(context.Background()); err != nil {
 		t.Fatal(err)
@@ -279,11 +318,7 @@ func TestInstallClaimAndHeartbeats(t *testing.T) {
 	dev := newDevice(t)
 	pub := newAgent(t, srv, dev, "app_pub")
 	defer pub.Close()
-	res, err := pub.Show(context.Background(), SlotOnboardingComplete, &recordingRenderer{out: Clicked})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := res.Placement.Token()
+	token := mustShowClicked(t, pub, SlotOnboardingComplete).Placement.Token()
 
 	srv.advance(3 * time.Minute) // download and install
 	adv := newAgent(t, srv, dev, "app_adv")
@@ -326,9 +361,7 @@ func TestInstallClaimAndHeartbeats(t *testing.T) {
 	if err := adv.Heartbeat(context.Background()); !errors.Is(err, ErrNoChain) {
 		t.Fatalf("heartbeat after activation: %v", err)
 	}
-	srv.mu.Lock()
-	hbs := append([]attribution.HeartbeatClaims(nil), srv.heartbeats...)
-	srv.mu.Unlock()
+	hbs := srv.heartbeatsSent()
 	if len(hbs) != 3 {
 		t.Fatalf("%d heartbeats", len(hbs))
 	}
@@ -354,10 +387,7 @@ func TestInstallClaimFromDownloadProvenance(t *testing.T) {
 	dev := newDevice(t)
 	pub := newAgent(t, srv, dev, "app_pub")
 	defer pub.Close()
-	res, err := pub.Show(context.Background(), SlotAboutWindow, &recordingRenderer{out: Clicked})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustShowClicked(t, pub, SlotAboutWindow)
 	os.RemoveAll(dev.inbox)
 	exe := download(t, dev.downloads, "NotesSetup.exe", srv.clock())
 	fake := newFakeAttrs()
@@ -406,12 +436,8 @@ func TestOrganicInstall(t *testing.T) {
 // the journal is lost) is repaired on the next start with the same
 // countersignature, and the server sees one claim.
 func TestInstallClaimSurvivesCrash(t *testing.T) {
-	srv := newSDKServer(t)
-	dev := newDevice(t)
-	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
-		t.Fatal(err)
-	}
-	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute); s.down = true })
+	srv, dev := clickedDevice(t)
+	srv.set(func(s *sdkServer) { s.down = true })
 	adv := newAgent(t, srv, dev, "app_adv")
 	s, err := adv.ClaimInstall(context.Background())
 	if err != nil || !s.Claimed || s.Answered {
@@ -444,12 +470,8 @@ func TestInstallClaimSurvivesCrash(t *testing.T) {
 // A claim that reaches the server too late (offline past the token's
 // expiry) is refused; the SDK records it and sends no heartbeats.
 func TestInstallClaimRefused(t *testing.T) {
-	srv := newSDKServer(t)
-	dev := newDevice(t)
-	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
-		t.Fatal(err)
-	}
-	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute); s.down = true })
+	srv, dev := clickedDevice(t)
+	srv.set(func(s *sdkServer) { s.down = true })
 	adv := newAgent(t, srv, dev, "app_adv")
 	defer adv.Close()
 	if _, err := adv.ClaimInstall(context.Background()); err != nil {
@@ -471,17 +493,7 @@ func TestInstallClaimRefused(t *testing.T) {
 // A heartbeat queued offline is signed when it is finally sent (the
 // server refuses stale ones), and a pending heartbeat is not doubled.
 func TestHeartbeatQueuedOfflineIsSignedWhenSent(t *testing.T) {
-	srv := newSDKServer(t)
-	dev := newDevice(t)
-	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
-		t.Fatal(err)
-	}
-	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute) })
-	adv := newAgent(t, srv, dev, "app_adv")
-	defer adv.Close()
-	if s, err := adv.ClaimInstall(context.Background()); err != nil || s.State != xpromo.ChainInstalled {
-		t.Fatalf("claim: %+v %v", s, err)
-	}
+	srv, adv := claimedAdvertiser(t)
 	srv.set(func(s *sdkServer) { s.down = true })
 	for range 3 {
 		if err := adv.Heartbeat(context.Background()); err != nil {
@@ -495,9 +507,7 @@ func TestHeartbeatQueuedOfflineIsSignedWhenSent(t *testing.T) {
 	if err := adv.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	hbs := append([]attribution.HeartbeatClaims(nil), srv.heartbeats...)
-	srv.mu.Unlock()
+	hbs := srv.heartbeatsSent()
 	if len(hbs) != 1 || hbs[0].SentAt != srv.clock().Unix() {
 		t.Fatalf("heartbeats %+v, want one signed at %d", hbs, srv.clock().Unix())
 	}
@@ -509,28 +519,12 @@ func TestHeartbeatQueuedOfflineIsSignedWhenSent(t *testing.T) {
 }
 
 func TestRunSendsHeartbeats(t *testing.T) {
-	srv := newSDKServer(t)
-	dev := newDevice(t)
-	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
-		t.Fatal(err)
-	}
-	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute) })
-	adv := newAgent(t, srv, dev, "app_adv")
-	defer adv.Close()
+	srv, adv := claimedAdvertiser(t)
 	adv.cfg.HeartbeatEvery = time.Millisecond
-	if _, err := adv.ClaimInstall(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { adv.Run(ctx); close(done) }()
-	for {
-		srv.mu.Lock()
-		n := len(srv.heartbeats)
-		srv.mu.Unlock()
-		if n >= 2 {
-			break
-		}
+	for len(srv.heartbeatsSent()) < 2 {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
@@ -582,17 +576,7 @@ func TestInstalledPathOf(t *testing.T) {
 // A server that knows no install of the app on this device for the token
 // (404) ends the heartbeats.
 func TestHeartbeatNotFoundStops(t *testing.T) {
-	srv := newSDKServer(t)
-	dev := newDevice(t)
-	if err := (Inbox{Dir: dev.inbox}).Put(newTestClick(t, testKeys(t).publisher, "app_adv")); err != nil {
-		t.Fatal(err)
-	}
-	srv.set(func(s *sdkServer) { s.now = testClickAt.Add(time.Minute) })
-	adv := newAgent(t, srv, dev, "app_adv")
-	defer adv.Close()
-	if _, err := adv.ClaimInstall(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	srv, adv := claimedAdvertiser(t)
 	srv.set(func(s *sdkServer) { s.byHash = map[string]*testChain{} })
 	if err := adv.Heartbeat(context.Background()); err != nil {
 		t.Fatal(err)

@@ -121,6 +121,13 @@ func (s *sdkServer) recorded(path string) []recorded {
 	return out
 }
 
+// heartbeatsSent is a copy of the heartbeats the server accepted, in order.
+func (s *sdkServer) heartbeatsSent() []attribution.HeartbeatClaims {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]attribution.HeartbeatClaims(nil), s.heartbeats...)
+}
+
 func (s *sdkServer) chain(jti string) *testChain {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,6 +200,17 @@ func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request) {
 	w.Write(rec.Body.Bytes())
 }
 
+// decode decodes a request body strictly; a bad one fails the test and is
+// answered 400.
+func (s *sdkServer) decode(w http.ResponseWriter, what string, body []byte, v any) bool {
+	if err := decodeStrict(body, v); err != nil {
+		s.t.Errorf("bad %s request %s: %v", what, body, err)
+		writeJSON(w, 400, apiError("invalid_request"))
+		return false
+	}
+	return true
+}
+
 // decodeStrict decodes one JSON object with no unknown members.
 func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -243,9 +261,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 		}})
 	case pathClick:
 		var req xpromo.ClickRequest
-		if err := decodeStrict(body, &req); err != nil {
-			s.t.Errorf("bad click request %s: %v", body, err)
-			writeJSON(w, 400, apiError("invalid_request"))
+		if !s.decode(w, "click", body, &req) {
 			return
 		}
 		click, err := s.verifyClick(req.Token)
@@ -266,9 +282,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 		writeJSON(w, 200, xpromo.ClickResponse{ChainID: c.id, ExpiresAt: click.Claims.ExpiresTime()})
 	case pathInstall:
 		var req xpromo.InstallRequest
-		if err := decodeStrict(body, &req); err != nil {
-			s.t.Errorf("bad install request %s: %v", body, err)
-			writeJSON(w, 400, apiError("invalid_request"))
+		if !s.decode(w, "install", body, &req) {
 			return
 		}
 		click, err := s.verifyClick(req.Token)
@@ -281,15 +295,10 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 			fraud(err)
 			return
 		}
-		if s.owner[in.Header.Kid] != in.Claims.AppID {
-			fraud(attribution.ErrBadCountersignature)
-			return
-		}
-		if err := in.Verify(s.keys[in.Header.Kid], click); err != nil {
-			fraud(err)
-			return
-		}
-		if err := in.CheckTime(click, s.now, attribution.DefaultClockSkew); err != nil {
+		if err := s.verifySigned(in.Header.Kid, in.Claims.AppID, attribution.ErrBadCountersignature,
+			func(key ed25519.PublicKey) error { return in.Verify(key, click) },
+			func(now time.Time, skew time.Duration) error { return in.CheckTime(click, now, skew) },
+		); err != nil {
 			fraud(err)
 			return
 		}
@@ -310,9 +319,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 		writeJSON(w, 200, xpromo.InstallResponse{ChainID: c.id, State: c.state})
 	case pathHeartbeat:
 		var req xpromo.HeartbeatRequest
-		if err := decodeStrict(body, &req); err != nil {
-			s.t.Errorf("bad heartbeat request %s: %v", body, err)
-			writeJSON(w, 400, apiError("invalid_request"))
+		if !s.decode(w, "heartbeat", body, &req) {
 			return
 		}
 		hb, err := attribution.ParseHeartbeat(req.Heartbeat)
@@ -320,15 +327,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 			fraud(err)
 			return
 		}
-		if s.owner[hb.Header.Kid] != hb.Claims.AppID {
-			fraud(attribution.ErrBadSignature)
-			return
-		}
-		if err := hb.Verify(s.keys[hb.Header.Kid]); err != nil {
-			fraud(err)
-			return
-		}
-		if err := hb.CheckTime(s.now, attribution.DefaultClockSkew); err != nil {
+		if err := s.verifySigned(hb.Header.Kid, hb.Claims.AppID, attribution.ErrBadSignature, hb.Verify, hb.CheckTime); err != nil {
 			fraud(err)
 			return
 		}
@@ -359,17 +358,30 @@ func (s *sdkServer) verifyClick(token string) (*attribution.Click, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.owner[click.Header.Kid] != click.Claims.Publisher {
-		return nil, attribution.ErrBadSignature
-	}
-	if err := click.Verify(s.keys[click.Header.Kid]); err != nil {
-		return nil, err
-	}
-	if err := s.mac.Verify(click.Claims.Offer); err != nil {
-		return nil, err
-	}
-	if err := click.CheckTime(s.now, attribution.DefaultClockSkew); err != nil {
+	err = s.verifySigned(click.Header.Kid, click.Claims.Publisher, attribution.ErrBadSignature, click.Verify,
+		func(now time.Time, skew time.Duration) error {
+			if err := s.mac.Verify(click.Claims.Offer); err != nil {
+				return err
+			}
+			return click.CheckTime(now, skew)
+		})
+	if err != nil {
 		return nil, err
 	}
 	return click, nil
+}
+
+// verifySigned checks a message signed by an app as the server does, in
+// order: the key kid is registered to appID (else wrongOwner), verify
+// holds under that key, and checkTime holds at the server's clock with
+// the protocol's skew.
+func (s *sdkServer) verifySigned(kid, appID string, wrongOwner error,
+	verify func(ed25519.PublicKey) error, checkTime func(now time.Time, skew time.Duration) error) error {
+	if s.owner[kid] != appID {
+		return wrongOwner
+	}
+	if err := verify(s.keys[kid]); err != nil {
+		return err
+	}
+	return checkTime(s.now, attribution.DefaultClockSkew)
 }
