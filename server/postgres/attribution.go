@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -94,6 +95,9 @@ device_id, claimed_at, click_ip, install_ip, install_asn, installed_at, activate
 last_heartbeat_at, created_at, updated_at`
 
 const selectChains = `SELECT ` + chainColumns + ` FROM chains`
+
+// chainColumnsOfC is chainColumns qualified by the alias c, for joins.
+var chainColumnsOfC = "c." + strings.NewReplacer(", ", ", c.", ",\n", ",\nc.").Replace(chainColumns)
 
 func scanChain(row pgx.Row, extra ...any) (attribution.Chain, error) {
 	var c attribution.Chain
@@ -351,7 +355,7 @@ func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) (
 ), closed AS (
   SELECT id FROM chains WHERE state = 'installed' AND installed_at <= $2 ORDER BY installed_at LIMIT $1 FOR UPDATE SKIP LOCKED
 )
-SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
+SELECT `+chainColumnsOfC+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
 FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id LEFT JOIN apps v ON v.id = c.advertiser_app_id
 WHERE c.id IN (SELECT id FROM activated UNION ALL SELECT id FROM closed)
 ORDER BY c.id`, []any{limit, closedBefore}, func(rows pgx.Rows) error {
@@ -461,22 +465,4 @@ WHERE state = 'cleared' AND resolved_at BETWEEN $1 AND $2 GROUP BY category`, []
 		return nil
 	})
 	return s, wrap(err, "averaging cleared prices")
-}
-
-// prefixed qualifies each column of a comma-separated list.
-func prefixed(p, columns string) string {
-	out := make([]byte, 0, len(columns)*2)
-	start := true
-	for i := 0; i < len(columns); i++ {
-		ch := columns[i]
-		if start && ch != ' ' && ch != '\n' {
-			out = append(out, p...)
-			start = false
-		}
-		out = append(out, ch)
-		if ch == ',' {
-			start = true
-		}
-	}
-	return string(out)
 }

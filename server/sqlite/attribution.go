@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
@@ -98,6 +99,9 @@ device_id, claimed_at, click_ip, install_ip, install_asn, installed_at, activate
 last_heartbeat_at, created_at, updated_at`
 
 const selectChains = `SELECT ` + chainColumns + ` FROM chains`
+
+// chainColumnsOfC is chainColumns qualified by the alias c, for joins.
+var chainColumnsOfC = "c." + strings.NewReplacer(", ", ", c.", ",\n", ",\nc.").Replace(chainColumns)
 
 func scanChain(r scanner, extra ...any) (attribution.Chain, error) {
 	var c attribution.Chain
@@ -230,7 +234,7 @@ func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID strin
 }
 
 func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]attribution.Due, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+prefixed("c.", chainColumns)+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+chainColumnsOfC+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
 FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id LEFT JOIN apps v ON v.id = c.advertiser_app_id
 WHERE c.id IN (
   SELECT id FROM (SELECT id FROM chains WHERE state = 'activated_48h' ORDER BY activated_at LIMIT ?)
@@ -352,22 +356,4 @@ WHERE state = 'cleared' AND resolved_at BETWEEN ? AND ? GROUP BY category`, f, t
 func dayStart(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-}
-
-// prefixed qualifies each column of a comma-separated list.
-func prefixed(p, columns string) string {
-	out := make([]byte, 0, len(columns)*2)
-	start := true
-	for i := 0; i < len(columns); i++ {
-		ch := columns[i]
-		if start && ch != ' ' && ch != '\n' {
-			out = append(out, p...)
-			start = false
-		}
-		out = append(out, ch)
-		if ch == ',' {
-			start = true
-		}
-	}
-	return string(out)
 }
