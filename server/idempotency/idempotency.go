@@ -331,3 +331,24 @@ func newClaimID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// Ref names the Idempotency-Key a request runs under: its scope and the key
+// as stored (StoredKey), never the raw header value.
+type Ref struct {
+	Scope string
+	Key   string
+}
+
+type refKey struct{}
+
+// WithRef returns ctx carrying the request's idempotency key.
+func WithRef(ctx context.Context, r Ref) context.Context {
+	return context.WithValue(ctx, refKey{}, r)
+}
+
+// RefFrom returns the idempotency key the request of ctx runs under; ok is
+// false when it was sent without one.
+func RefFrom(ctx context.Context) (r Ref, ok bool) {
+	r, ok = ctx.Value(refKey{}).(Ref)
+	return r, ok
+}
