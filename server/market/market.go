@@ -85,6 +85,12 @@ type HoldStats struct {
 	Resolved      int64
 	Charged       int64
 	ChargedAmount int64
+	// The floors that applied to the charged holds: for each charged hold
+	// of a chain, the floor of the chain's (category, platform) in force
+	// when the offer was made. FlooredCharged counts the charged holds with
+	// a known floor (holds posted outside attribution have none).
+	FlooredCharged int64
+	ChargedFloors  int64
 }
 
 // Txer runs fn in a transaction (storage.Updater / storage.Viewer).

@@ -26,9 +26,15 @@ const NetworkPeriod = xpromo.PeriodLast30Days
 //   - cleared: those of them charged (the install reached activated_48h);
 //   - retention_48h: cleared / those of them resolved (charged or
 //     released), 0 while none is resolved;
-//   - floor_cents: the highest floor among the app's campaigns (0 without);
+//   - floor_cents: the floor that applied to what was bought: the average,
+//     rounded half up, of the floors the cleared installs' offers were made
+//     under (each install's category and platform, at its offer); before
+//     anything cleared, the highest current floor among the app's campaigns
+//     (0 without);
 //   - avg_clearing_price_cents: the average charged amount, rounded half up,
-//     and floor_cents when nothing cleared;
+//     and floor_cents when nothing cleared. An uncontested install is
+//     charged its floor, so when nothing was contested the two are equal,
+//     as the API document says, whatever mix of categories was bought;
 //   - impressions, clicks and fraud_rejected count SDK events and rejected
 //     chains, which do not exist yet: they are 0 and {} until attribution
 //     records them, never estimated.
@@ -87,8 +93,12 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 			FloorCents:            floor,
 			AvgClearingPriceCents: floor,
 		}
+		if hs.FlooredCharged > 0 {
+			out.FloorCents = roundedMean(hs.ChargedFloors, hs.FlooredCharged)
+			out.AvgClearingPriceCents = out.FloorCents
+		}
 		if hs.Charged > 0 {
-			out.AvgClearingPriceCents = (2*hs.ChargedAmount + hs.Charged) / (2 * hs.Charged)
+			out.AvgClearingPriceCents = roundedMean(hs.ChargedAmount, hs.Charged)
 		}
 		return nil
 	})
@@ -102,6 +112,9 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 	out.Impressions, out.Clicks, out.FraudRejected = cs.Impressions, cs.Clicks, cs.FraudRejected
 	return out, nil
 }
+
+// roundedMean is sum/n rounded half up (n > 0, sum ≥ 0).
+func roundedMean(sum, n int64) int64 { return (2*sum + n) / (2 * n) }
 
 func ratio(n, d int64) float64 {
 	if d == 0 {

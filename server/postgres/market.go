@@ -130,15 +130,23 @@ func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error)
 }
 
 // holdStats aggregates holds with their resolution (if any).
+// The floor of a hold is the one its chain's offer was made under: the
+// highest version of the (category, platform) floor dated at or before the
+// offer, else (an offer older than the history) the first version.
 const holdStats = `SELECT count(*), count(r.hold_id),
   count(*) FILTER (WHERE r.resolution = 'charge'),
-  coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)::bigint
+  coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)::bigint,
+  count(f.floor_cents) FILTER (WHERE r.resolution = 'charge'),
+  coalesce(sum(f.floor_cents) FILTER (WHERE r.resolution = 'charge'), 0)::bigint
 FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
+LEFT JOIN chains c ON c.id = h.chain_id
+LEFT JOIN LATERAL (SELECT cf.floor_cents FROM category_floors cf WHERE cf.category = c.category AND cf.platform = c.platform
+  ORDER BY CASE WHEN cf.at <= c.offered_at THEN cf.version ELSE -cf.version END DESC LIMIT 1) f ON true
 WHERE h.created_at BETWEEN $1 AND $2`
 
 func (t *tx) holdStats(ctx context.Context, query string, args ...any) (market.HoldStats, error) {
 	var s market.HoldStats
-	err := t.queryRow(ctx, query, args, &s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount)
+	err := t.queryRow(ctx, query, args, &s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount, &s.FlooredCharged, &s.ChargedFloors)
 	return s, wrap(err, "aggregating holds")
 }
 

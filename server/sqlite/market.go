@@ -138,15 +138,24 @@ func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error)
 }
 
 // holdStats aggregates holds with their resolution (if any).
+// The floor of a hold is the one its chain's offer was made under: the
+// highest version of the (category, platform) floor dated at or before the
+// offer, else (an offer older than the history) the first version.
 const holdStats = `SELECT count(*), count(r.hold_id),
   count(*) FILTER (WHERE r.resolution = 'charge'),
-  coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)
+  coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0),
+  count(` + chainFloor + `) FILTER (WHERE r.resolution = 'charge'),
+  coalesce(sum(` + chainFloor + `) FILTER (WHERE r.resolution = 'charge'), 0)
 FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
+LEFT JOIN chains c ON c.id = h.chain_id
 WHERE h.created_at BETWEEN ? AND ?`
+
+const chainFloor = `(SELECT cf.floor_cents FROM category_floors cf WHERE cf.category = c.category AND cf.platform = c.platform
+  ORDER BY CASE WHEN cf.at <= c.offered_at THEN cf.version ELSE -cf.version END DESC LIMIT 1)`
 
 func (t *tx) holdStats(ctx context.Context, query string, args ...any) (market.HoldStats, error) {
 	var s market.HoldStats
-	err := t.tx.QueryRowContext(ctx, query, args...).Scan(&s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount)
+	err := t.tx.QueryRowContext(ctx, query, args...).Scan(&s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount, &s.FlooredCharged, &s.ChargedFloors)
 	return s, wrap(err)
 }
 
