@@ -43,8 +43,12 @@ MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}'
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+# Built, then exec'd (not `go run`): Ctrl-C reaches the server itself, which
+# shuts down and exits 0, so make ends cleanly instead of "Error 1".
 run: ## run xpromo-server on 127.0.0.1:8080 with embedded SQLite in ./data
-	$(GO) run ./server/cmd/xpromo-server $(ARGS)
+	@mkdir -p bin
+	$(GO) build -o bin/xpromo-server ./server/cmd/xpromo-server
+	exec ./bin/xpromo-server $(ARGS)
 
 test: ## every test of every module, with -race, on SQLite and PostgreSQL, then the ledger soak
 	@if [ -z "$(PKGS)" ]; then echo "no packages to test"; exit 0; fi
@@ -68,7 +72,7 @@ lint: ## gofmt must have nothing to say; go vet over every module
 	@if [ -z "$(PKGS)" ]; then echo "no packages to vet"; exit 0; fi
 	$(GO) vet $(PKGS)
 
-build: ## binaries (xpromo-server, and xpromo / xpromo-mcp once they exist) into ./bin
+build: ## binaries (xpromo-server, xpromo, xpromo-mcp, xpromo-loadgen) into ./bin
 	@mkdir -p bin
 	@if [ -z "$(MAIN_PKGS)" ]; then echo "no commands to build yet"; exit 0; fi
 	$(GO) build -o ./bin/ $(MAIN_PKGS)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -87,12 +88,15 @@ func usagef(format string, args ...any) error {
 
 // parseConfig reads the configuration of command name (its flags in args)
 // with env as the environment. Flags win over the environment, which wins
-// over the defaults. Help (-h) returns flag.ErrHelp after printing usage to
-// out.
-func parseConfig(name string, args []string, env func(string) string, out io.Writer) (config, error) {
+// over the defaults. Help (-h, -help, --help) returns flag.ErrHelp after
+// printing the usage to stdout (it was asked for); a bad flag prints the
+// error and the usage to stderr. serve is the default command, so its help
+// starts with the list of commands.
+func parseConfig(name string, args []string, env func(string) string, stdout, stderr io.Writer) (config, error) {
 	serve := name == "serve"
 	fs := flag.NewFlagSet("xpromo-server "+name, flag.ContinueOnError)
-	fs.SetOutput(out)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
 	values := map[string]*string{}
 	for _, s := range settings {
 		if s.serveOnly && !serve {
@@ -101,14 +105,19 @@ func parseConfig(name string, args []string, env func(string) string, out io.Wri
 		values[s.flag] = fs.String(s.flag, s.def, s.usage+" (env "+s.env+")")
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: xpromo-server %s [flags]\n\nFlags (each overrides its environment variable):\n", name)
+		if serve {
+			fmt.Fprintf(&out, "%s\n", usage)
+		}
+		fmt.Fprintf(&out, "Usage: xpromo-server %s [flags]\n\nFlags (each overrides its environment variable):\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			stdout.Write(out.Bytes())
 			return config{}, err
 		}
-		// The flag package has printed the error and the usage.
+		// The flag package has written the error and the usage to out.
+		stderr.Write(out.Bytes())
 		return config{}, exitCode(exitUsage)
 	}
 	if fs.NArg() > 0 {

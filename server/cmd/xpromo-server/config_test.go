@@ -18,7 +18,7 @@ func envMap(m map[string]string) func(string) string {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{})
+	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
 		Addr:      "127.0.0.1:8080",
@@ -41,7 +41,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		"XPROMO_LOG_FORMAT":  "json",
 		"XPROMO_LOG_LEVEL":   "debug",
 	})
-	cfg, err := parseConfig("serve", nil, env, &bytes.Buffer{})
+	cfg, err := parseConfig("serve", nil, env, &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
 		Addr:        "0.0.0.0:9000",
@@ -71,7 +71,7 @@ func TestConfigFlagOverridesEnv(t *testing.T) {
 		"--mode", "test",
 		"--log-format", "text",
 		"--log-level", "warn",
-	}, env, &bytes.Buffer{})
+	}, env, &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:7000", cfg.Addr)
 	assert.Empty(t, cfg.DatabaseURL)
@@ -82,7 +82,7 @@ func TestConfigFlagOverridesEnv(t *testing.T) {
 }
 
 func TestConfigCaseInsensitiveEnums(t *testing.T) {
-	cfg, err := parseConfig("serve", []string{"--mode", "TEST", "--log-format", "JSON", "--log-level", "WARN"}, envMap(nil), &bytes.Buffer{})
+	cfg, err := parseConfig("serve", []string{"--mode", "TEST", "--log-format", "JSON", "--log-level", "WARN"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, "test", cfg.Mode)
 	assert.Equal(t, "json", cfg.LogFormat)
@@ -109,7 +109,7 @@ func TestConfigInvalid(t *testing.T) {
 		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig("serve", tc.args, envMap(tc.env), &bytes.Buffer{})
+			_, err := parseConfig("serve", tc.args, envMap(tc.env), &bytes.Buffer{}, &bytes.Buffer{})
 			var ue *usageError
 			require.ErrorAs(t, err, &ue)
 			assert.Contains(t, err.Error(), tc.want)
@@ -122,16 +122,22 @@ func TestConfigInvalid(t *testing.T) {
 
 func TestConfigBadFlag(t *testing.T) {
 	var out bytes.Buffer
-	_, err := parseConfig("serve", []string{"--port", "80"}, envMap(nil), &out)
+	_, err := parseConfig("serve", []string{"--port", "80"}, envMap(nil), &bytes.Buffer{}, &out)
 	assert.Equal(t, exitCode(exitUsage), err)
 	assert.Contains(t, out.String(), "flag provided but not defined: -port")
 	assert.Contains(t, out.String(), "Usage: xpromo-server serve")
 }
 
+// TestConfigHelp: help goes to stdout (it was asked for), lists the
+// commands before serve's flags, and shows no value from the environment.
 func TestConfigHelp(t *testing.T) {
-	var out bytes.Buffer
-	_, err := parseConfig("serve", []string{"-h"}, envMap(map[string]string{"XPROMO_ADMIN_TOKEN": "tok-in-env"}), &out)
+	var out, errOut bytes.Buffer
+	_, err := parseConfig("serve", []string{"--help"}, envMap(map[string]string{"XPROMO_ADMIN_TOKEN": "tok-in-env"}), &out, &errOut)
 	assert.True(t, errors.Is(err, flag.ErrHelp))
+	assert.Empty(t, errOut.String())
+	for _, cmd := range []string{"xpromo-server [serve] [flags]", "xpromo-server ledger verify", "xpromo-server help"} {
+		assert.Contains(t, out.String(), cmd)
+	}
 	for _, s := range settings {
 		assert.Contains(t, out.String(), s.env)
 	}
@@ -140,11 +146,11 @@ func TestConfigHelp(t *testing.T) {
 
 func TestVerifyConfigIgnoresServeSettings(t *testing.T) {
 	// `ledger verify` neither takes nor validates the serve-only settings.
-	cfg, err := parseConfig("ledger verify", nil, envMap(map[string]string{"XPROMO_MODE": "bogus", "XPROMO_ADDR": "nope"}), &bytes.Buffer{})
+	cfg, err := parseConfig("ledger verify", nil, envMap(map[string]string{"XPROMO_MODE": "bogus", "XPROMO_ADDR": "nope"}), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, "./data", cfg.DataDir)
 	var out bytes.Buffer
-	_, err = parseConfig("ledger verify", []string{"--addr", "127.0.0.1:1"}, envMap(nil), &out)
+	_, err = parseConfig("ledger verify", []string{"--addr", "127.0.0.1:1"}, envMap(nil), &bytes.Buffer{}, &out)
 	assert.Equal(t, exitCode(exitUsage), err)
 	assert.Contains(t, out.String(), "flag provided but not defined: -addr")
 }

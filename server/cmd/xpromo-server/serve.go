@@ -20,7 +20,7 @@ const shutdownTimeout = 15 * time.Second
 
 // serve runs the HTTP API until ctx is cancelled, then drains and stops.
 func (p *program) serve(ctx context.Context, args []string) error {
-	cfg, err := parseConfig("serve", args, p.env, p.stderr)
+	cfg, err := parseConfig("serve", args, p.env, p.stdout, p.stderr)
 	if err != nil {
 		return err
 	}

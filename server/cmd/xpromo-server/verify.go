@@ -11,7 +11,7 @@ import (
 // verify runs ledger.Verify over the configured store and prints a summary
 // and every violation. Violations are exit status 1.
 func (p *program) verify(ctx context.Context, args []string) error {
-	cfg, err := parseConfig("ledger verify", args, p.env, p.stderr)
+	cfg, err := parseConfig("ledger verify", args, p.env, p.stdout, p.stderr)
 	if err != nil {
 		return err
 	}
