@@ -130,7 +130,7 @@ showing the gate checks as they pass, then prints the final score.`,
 	f := cmd.Flags()
 	f.BoolVar(&watch, "watch", false, "poll until the app leaves pending, showing the gate checks")
 	f.DurationVar(&interval, "interval", 5*time.Second, "time between polls with --watch")
-	f.DurationVar(&timeout, "timeout", 0, "give up watching after this long (0: never; Ctrl-C stops)")
+	f.DurationVar(&timeout, "timeout", defaultWatchTimeout, "give up watching after this long (0: never; Ctrl-C stops)")
 	f.StringVar(&jobID, "job-id", "", "scoring job to follow with --watch (default: the registration's scoring_job_id)")
 	return cmd
 }
@@ -181,10 +181,14 @@ func printScore(w io.Writer, sc *xpromo.Score) error {
 	return kv(w, rows...)
 }
 
+// defaultWatchTimeout bounds `apps score --watch`: a script that forgot
+// --timeout must not hang for ever on an app an operator never looks at.
+const defaultWatchTimeout = 30 * time.Minute
+
 // watchScore polls the score until the app's status is no longer pending.
 // Progress goes to stderr: a bar of the gate checks on a terminal, a line
 // per change otherwise.
-func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID string, interval, timeout time.Duration) (*xpromo.Score, error) {
+func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID string, interval, timeout time.Duration) (sc *xpromo.Score, err error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -201,7 +205,15 @@ func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID 
 			progressbar.OptionSetWidth(20),
 			progressbar.OptionClearOnFinish(),
 		)
-		defer bar.Exit()
+		defer func() {
+			_ = bar.Clear()
+			_ = bar.Exit()
+			if err != nil {
+				// The error is printed next: on a line of its own, not
+				// after the bar's.
+				fmt.Fprintln(r.env.Stderr)
+			}
+		}()
 	}
 	last := ""
 	for {
@@ -214,7 +226,7 @@ func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID 
 			}
 			job = string(j.Status)
 		}
-		sc, err := c.GetScore(ctx, appID)
+		sc, err = c.GetScore(ctx, appID)
 		if err != nil {
 			return nil, watchErr(err, timeout)
 		}
@@ -232,9 +244,6 @@ func (r *runner) watchScore(ctx context.Context, c *xpromo.Client, appID, jobID 
 		}
 		last = state
 		if sc.Status != xpromo.AppStatusPending {
-			if bar != nil {
-				_ = bar.Clear()
-			}
 			return sc, nil
 		}
 		t := time.NewTimer(interval)

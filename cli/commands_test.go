@@ -237,6 +237,14 @@ func TestWatchTimeout(t *testing.T) {
 	e.register("", "Pending", "com.example.pending")
 	r := e.fails(1, "timeout", "apps", "score", "--watch", "--interval", "5ms", "--timeout", "30ms")
 	assert.Contains(t, r.stderr, "still pending")
+
+	// On a terminal the bar is cleared first: the error starts its own line
+	// (fails looks for a line starting with "error: timeout: ").
+	e.terminal = true
+	e.fails(1, "timeout", "apps", "score", "--watch", "--interval", "5ms", "--timeout", "30ms")
+
+	// Without --timeout, a watch still ends (30 minutes by default).
+	assert.Contains(t, e.ok("apps", "score", "--help").stdout, `give up watching after this long (0: never; Ctrl-C stops) (default 30m0s)`)
 }
 
 // TestLedgerProgress: a ledger longer than a page draws a counter on a
