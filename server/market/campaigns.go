@@ -65,7 +65,7 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 		return Campaign{}, fieldErr(apperr.MissingField, "app_id", "app_id is required")
 	}
 	if req.AppID != caller {
-		return Campaign{}, apperr.New(apperr.NotFound, "no app %q", req.AppID)
+		return Campaign{}, apperr.New(apperr.NotFound, "app not found")
 	}
 	if len(req.Categories) == 0 {
 		return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "categories must list at least one category key of the rate card")
@@ -97,7 +97,7 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 			return err
 		}
 		if !found {
-			return apperr.New(apperr.NotFound, "no app %q", req.AppID)
+			return apperr.New(apperr.NotFound, "app not found")
 		}
 		floor, err := campaignFloor(ctx, tx, req.Categories, platform)
 		if err != nil {
@@ -147,7 +147,7 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 			return err
 		}
 		if !found || c.AppID != caller {
-			return apperr.New(apperr.NotFound, "no campaign %q", id)
+			return apperr.New(apperr.NotFound, "campaign not found")
 		}
 		wasPaused := c.Paused
 		c.Paused = paused

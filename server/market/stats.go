@@ -69,7 +69,7 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 			return err
 		}
 		if !found {
-			return apperr.New(apperr.NotFound, "no app %q", appID)
+			return apperr.New(apperr.NotFound, "app not found")
 		}
 		campaigns, err := tx.AppCampaigns(ctx, appID)
 		if err != nil {
