@@ -85,12 +85,11 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		h.Set(headerRateLimitRemaining, strconv.Itoa(d.Remaining))
 		h.Set(headerRateLimitReset, strconv.Itoa(reset))
 		if !d.Allowed {
-			// Rounded up to a whole second, so that neither the RFC 3339
-			// retry_after nor Retry-After is earlier than the reset.
-			at := s.Now().Add(d.Reset)
-			if t := at.Truncate(time.Second); !t.Equal(at) {
-				at = t.Add(time.Second)
-			}
+			// One instant for every field: reset whole seconds (rounded up,
+			// so never earlier than the real reset) from now on the server's
+			// clock. retry_after is that instant (with its fraction of a
+			// second), Retry-After, RateLimit-Reset and t the same delay.
+			at := s.Now().Add(time.Duration(reset) * time.Second)
 			e := apperr.New(apperr.RateLimited, "%s limit of %d requests per %d seconds reached; retry after the window resets", p.Name, p.Limit, ceilSeconds(p.Window))
 			e.RetryAfter = &at
 			s.writeErr(w, r, e)

@@ -556,3 +556,35 @@ func TestIdempotencyInUse(t *testing.T) {
 		assert.EqualValues(t, 1, f.count("/fixture/block/201"))
 	})
 }
+
+// TestLimitsOneInstant: on a clock between two seconds, and after the test
+// clock was moved two days ahead (POST /v1/admin/clock/advance), a 429's
+// Retry-After, RateLimit-Reset and t name the same delay, and retry_after is
+// the server's now plus that delay, on the server's (test) clock.
+func TestLimitsOneInstant(t *testing.T) {
+	s := storagetest.SQLite(t)
+	e := serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 400_000_000, time.UTC), wire.Config{ReadLimit: 100, WriteLimit: 1})
+	r := e.send(request{method: "POST", path: "/v1/admin/clock/advance", key: adminToken, body: `{"seconds":172800}`})
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	var clock struct {
+		Now time.Time `json:"now"`
+	}
+	r.decode(t, &clock)
+	require.Equal(t, e.clock.Now().Add(48*time.Hour), clock.Now, "the server's clock moved")
+
+	// The window opens with the first write, at a fraction of a second:
+	// the second is refused exactly 60 s before the reset.
+	peer := randomPeer()
+	r = e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
+	require.Equal(t, http.StatusUnprocessableEntity, r.status)
+	r = e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer})
+	require.Equal(t, http.StatusTooManyRequests, r.status)
+	assert.Equal(t, "60", r.header.Get("Retry-After"))
+	assert.Equal(t, "60", r.header.Get("RateLimit-Reset"))
+	assert.Equal(t, `"write";r=0;t=60`, r.header.Get("RateLimit"))
+	var body xpromo.ErrorResponse
+	r.decode(t, &body)
+	require.NotNil(t, body.Error.RetryAfter)
+	serverNow := e.clock.Now().Add(48 * time.Hour)
+	assert.Equal(t, serverNow.Add(60*time.Second), *body.Error.RetryAfter, "retry_after = the server's now + Retry-After")
+}

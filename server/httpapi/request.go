@@ -90,7 +90,9 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	body := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}}
 	if e.RetryAfter != nil {
-		ts := e.RetryAfter.UTC().Format(time.RFC3339)
+		// RFC3339Nano keeps a fraction of a second when there is one, so
+		// retry_after is never rounded earlier than the instant it names.
+		ts := e.RetryAfter.UTC().Format(time.RFC3339Nano)
 		body.Error.RetryAfter = &ts
 		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 			secs := max(1, int(e.RetryAfter.Sub(s.now()).Seconds()+0.999))
