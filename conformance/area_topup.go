@@ -143,11 +143,27 @@ func checkX402Descriptor(c *C) {
 		c.Errorf("x402Version %d, want 1", d.X402Version)
 	}
 	found := false
-	for _, r := range d.Resources {
-		found = found || strings.Contains(r, "/top-up")
+	for _, r := range d.ResourceTemplates {
+		found = found || strings.HasSuffix(r, "/v1/apps/{app_id}/top-up")
 	}
 	if !found {
-		c.Errorf("the descriptor lists %v, want the top-up resource", d.Resources)
+		c.Errorf("resourceTemplates %v, want the top-up resource's URI template", d.ResourceTemplates)
+	}
+	checkURIs := func(rs []string) {
+		for _, r := range rs {
+			if u, err := url.Parse(r); err != nil || !u.IsAbs() || strings.ContainsAny(r, "{}") {
+				c.Errorf("resources lists %q, which is not an absolute URI", r)
+			}
+		}
+	}
+	checkURIs(d.Resources)
+	// With a key: the caller's own top-up URL.
+	a := c.NewApp()
+	d, err = a.Client.GetX402Descriptor(c.Ctx())
+	c.NoError(err, "GET /.well-known/x402 with an API key")
+	checkURIs(d.Resources)
+	if len(d.Resources) != 1 || !strings.HasSuffix(d.Resources[0], "/v1/apps/"+a.ID+"/top-up") {
+		c.Errorf("with app %s's key, resources lists %v, want its own top-up URL", a.ID, d.Resources)
 	}
 }
 

@@ -82,9 +82,12 @@ type CheckoutSession struct {
 // X402Descriptor is the answer of GET /.well-known/x402.
 type X402Descriptor struct {
 	X402Version int `json:"x402Version"`
-	// Resources are the payable resources, as URLs or URI templates
-	// ({app_id} is the payer's own app).
+	// Resources are payable resources as absolute URIs: the caller's own
+	// top-up URL when the descriptor is read with an API key, none without.
 	Resources []string `json:"resources"`
+	// ResourceTemplates are the payable resources of every app as RFC 6570
+	// URI templates ({app_id} is the payer's own app).
+	ResourceTemplates []string `json:"resourceTemplates"`
 }
 
 // PayoutAccount is the body and answer of PUT

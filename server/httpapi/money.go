@@ -3,6 +3,7 @@ package httpapi
 import (
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -218,19 +219,21 @@ func (s *Server) adjustWallet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ledgerLine(line))
 }
 
-// x402Descriptor is the body of GET /.well-known/x402.
-type x402Descriptor struct {
-	X402Version int      `json:"x402Version"`
-	Resources   []string `json:"resources"`
-}
-
+// x402Descriptor answers GET /.well-known/x402. resources holds only
+// URIs (openapi.json says format uri, and validating proxies check it): the
+// caller's own top-up URL when it sends its API key, none otherwise. The
+// top-up of any app is published as an RFC 6570 URI template in
+// resourceTemplates, {app_id} being the payer's own app.
 func (s *Server) x402Descriptor(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, x402Descriptor{
-		X402Version: xpromo.X402Version,
-		// The top-up resource of every app: a URI template, {app_id} being
-		// the payer's own app.
-		Resources: []string{s.publicURL(r, "/v1/apps/{app_id}/top-up")},
-	})
+	d := xpromo.X402Descriptor{
+		X402Version:       xpromo.X402Version,
+		Resources:         []string{},
+		ResourceTemplates: []string{s.publicURL(r, "/v1/apps/{app_id}/top-up")},
+	}
+	if app := callerApp(r.Context()); app != "" {
+		d.Resources = append(d.Resources, s.publicURL(r, "/v1/apps/"+url.PathEscape(app)+"/top-up"))
+	}
+	writeJSON(w, http.StatusOK, d)
 }
 
 // checkoutStatus is the JSON answer of POST /test/checkout/{session_id}.

@@ -255,7 +255,12 @@ func TestMoneyX402(t *testing.T) {
 		// Discovery.
 		res = api.do(http.MethodGet, "/.well-known/x402", "", nil)
 		require.Equal(t, 200, res.status)
-		assert.JSONEq(t, fmt.Sprintf(`{"x402Version":1,"resources":[%q]}`, api.url+"/v1/apps/{app_id}/top-up"), res.body)
+		assert.JSONEq(t, fmt.Sprintf(`{"x402Version":1,"resources":[],"resourceTemplates":[%q]}`, api.url+"/v1/apps/{app_id}/top-up"), res.body)
+		// With a key, resources lists the caller's own top-up URL: a URI.
+		res = api.do(http.MethodGet, "/.well-known/x402", key, nil)
+		require.Equal(t, 200, res.status)
+		assert.JSONEq(t, fmt.Sprintf(`{"x402Version":1,"resources":[%q],"resourceTemplates":[%q]}`,
+			api.url+"/v1/apps/"+app+"/top-up", api.url+"/v1/apps/{app_id}/top-up"), res.body)
 	})
 }
 
