@@ -185,11 +185,30 @@ func (r *runner) printCampaign(cmp *xpromo.Campaign) error {
 	}
 	return kv(r.env.Stdout,
 		[2]string{"campaign_id", cmp.CampaignID},
-		[2]string{"status", string(cmp.Status)},
+		[2]string{"status", campaignStatus(cmp)},
 		[2]string{"daily_budget", eur(cmp.DailyBudgetCents)},
 		[2]string{"floor", eur(cmp.FloorCents)},
 		[2]string{"max_bid", eurPtr(cmp.MaxBidCents, "- (buys at the floor)")},
 	)
+}
+
+// campaignStatus is the status with what it means when it is not plain.
+func campaignStatus(cmp *xpromo.Campaign) string {
+	if cmp.StatusReason == nil {
+		return string(cmp.Status)
+	}
+	why := map[string]string{
+		"app_pending":        "delivers nothing until the app is approved",
+		"app_rejected":       "the app is rejected: delivers nothing",
+		"app_suspended":      "the app is suspended: delivers nothing",
+		"app_not_live":       "within the app's daily cap until it is live",
+		"wallet_below_floor": "delivers nothing until a top-up covers the floor",
+		"activating":         "active within seconds",
+	}[*cmp.StatusReason]
+	if why == "" {
+		why = *cmp.StatusReason
+	}
+	return string(cmp.Status) + " (" + why + ")"
 }
 
 func (r *runner) statsCommand() *cobra.Command {

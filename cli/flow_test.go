@@ -39,7 +39,7 @@ func TestNewcomerFlow(t *testing.T) {
 
 	// 4. A campaign at the floor.
 	cmp := me.ok("campaigns", "create", "--categories", "productivity", "--daily-budget-cents", "2000")
-	assert.Equal(t, "throttled", field(cmp.stdout, "status"))
+	assert.Equal(t, "throttled (within the app's daily cap until it is live)", field(cmp.stdout, "status"))
 
 	// 5. The ledger as CSV.
 	out := me.ok("ledger", "--format", "csv").stdout

@@ -152,6 +152,14 @@ type Campaign struct {
 	CampaignID       string         `json:"campaign_id"`
 	DailyBudgetCents int64          `json:"daily_budget_cents"`
 	Status           CampaignStatus `json:"status"`
+	// StatusReason (additive) says why a campaign that is not paused is not
+	// active: app_pending (nothing is delivered until the vetting gate
+	// approves the app), app_rejected, app_suspended (nothing is
+	// delivered), app_not_live (delivery within the app's daily throttled
+	// cap), wallet_below_floor (nothing until a top-up covers the floor),
+	// activating (a new campaign of a live, funded app: active within
+	// seconds). Null when active or paused.
+	StatusReason *string `json:"status_reason"`
 	// FloorCents is the published floor for the category; always available;
 	// never rises.
 	FloorCents int64 `json:"floor_cents"`

@@ -80,12 +80,12 @@ func goldenCases() []goldenCase {
 		{
 			name:   "Campaign/floor price: max_bid_cents null",
 			value:  Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusThrottled, FloorCents: 120},
-			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"throttled","floor_cents":120,"max_bid_cents":null}`,
+			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"throttled","status_reason":null,"floor_cents":120,"max_bid_cents":null}`,
 		},
 		{
 			name:   "Campaign/with bid",
 			value:  Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusPaused, FloorCents: 120, MaxBidCents: ptr[int64](300)},
-			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"paused","floor_cents":120,"max_bid_cents":300}`,
+			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"paused","status_reason":null,"floor_cents":120,"max_bid_cents":300}`,
 		},
 		{
 			name:  "LedgerLine/nullables null",

@@ -41,7 +41,15 @@ func newMktEnv(t *testing.T, s storage.Store) *mktEnv {
 func (e *mktEnv) goLive(appID string) {
 	e.t.Helper()
 	require.NoError(e.t, e.store.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		a, _, err := tx.GetApp(ctx, appID, true)
+		if err != nil {
+			return err
+		}
 		for _, to := range []xpromo.AppStatus{xpromo.AppStatusApproved, xpromo.AppStatusThrottled, xpromo.AppStatusLive} {
+			if to == a.Status {
+				a.Status = "" // from here on, every step is a move
+				continue
+			}
 			if _, err := e.apps.Transition(ctx, tx, appID, to, "test", apps.ActorMarket); err != nil {
 				return err
 			}
@@ -187,11 +195,12 @@ func TestMarketCreateCampaign(t *testing.T) {
 		var c xpromo.Campaign
 		res.decode(t, &c)
 		assert.True(t, strings.HasPrefix(c.CampaignID, "cmp_"), c.CampaignID)
-		assert.Equal(t, fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":5000,"status":"throttled","floor_cents":600,"max_bid_cents":null}`, c.CampaignID), res.body)
+		assert.Equal(t, fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":5000,"status":"throttled","status_reason":"app_pending","floor_cents":600,"max_bid_cents":null}`, c.CampaignID), res.body,
+			"a pending app's campaign says it waits for the gate")
 
 		// On win, productivity (300) beats games (150); a bid at the floor.
 		c = e.createCampaign(win, fmt.Sprintf(`{"app_id":%q,"categories":["games","productivity"],"daily_budget_cents":1000,"max_bid_cents":300}`, win.AppID))
-		assert.Equal(t, xpromo.Campaign{CampaignID: c.CampaignID, DailyBudgetCents: 1000, Status: "throttled", FloorCents: 300, MaxBidCents: new(int64(300))}, c)
+		assert.Equal(t, xpromo.Campaign{CampaignID: c.CampaignID, DailyBudgetCents: 1000, Status: "throttled", StatusReason: new("app_pending"), FloorCents: 300, MaxBidCents: new(int64(300))}, c)
 
 		// The floor follows cuts.
 		res = e.do("POST", "/v1/admin/categories/finance/floors", adminToken, `{"platform":"mac","floor_cents":550,"reason":"r"}`)
@@ -256,7 +265,14 @@ func TestMarketPauseResume(t *testing.T) {
 		c := e.createCampaign(a, fmt.Sprintf(`{"app_id":%q,"categories":["finance"],"daily_budget_cents":2000}`, a.AppID))
 		require.Equal(t, int64(600), c.FloorCents)
 		campaign := func(status string) string {
-			return fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":2000,"status":%q,"floor_cents":600,"max_bid_cents":null}`, c.CampaignID, status)
+			reason := "null"
+			switch status {
+			case "paused", "active":
+			default: // throttled:reason
+				status, reason, _ = strings.Cut(status, ":")
+				reason = `"` + reason + `"`
+			}
+			return fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":2000,"status":%q,"status_reason":%s,"floor_cents":600,"max_bid_cents":null}`, c.CampaignID, status, reason)
 		}
 		call := func(app xpromo.RegisterAppResponse, action string) response {
 			return e.do("POST", "/v1/campaigns/"+c.CampaignID+"/"+action, app.APIKey, nil)
@@ -270,8 +286,8 @@ func TestMarketPauseResume(t *testing.T) {
 
 		expect(a, "pause", "paused")
 		expect(a, "pause", "paused") // a no-op, still 200
-		expect(a, "resume", "throttled")
-		expect(a, "resume", "throttled") // the app is pending
+		expect(a, "resume", "throttled:app_pending")
+		expect(a, "resume", "throttled:app_pending") // the app is pending
 
 		// Another app's campaign answers exactly as a missing one.
 		for _, action := range []string{"pause", "resume"} {
@@ -284,13 +300,18 @@ func TestMarketPauseResume(t *testing.T) {
 		}
 		assert.Equal(t, http.StatusUnauthorized, e.do("POST", "/v1/campaigns/"+c.CampaignID+"/pause", "", nil).status)
 		expect(a, "pause", "paused") // b's attempts changed nothing
-		expect(a, "resume", "throttled")
+		expect(a, "resume", "throttled:app_pending")
+
+		// Approved, not live: delivery within the throttled cap.
+		res := e.do("POST", "/v1/admin/apps/"+a.AppID+"/approve", adminToken, `{"reason":"r"}`)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		expect(a, "resume", "throttled:app_not_live")
 
 		// Live but unfunded, then one cent short of the floor: throttled.
 		e.goLive(a.AppID)
-		expect(a, "resume", "throttled")
+		expect(a, "resume", "throttled:wallet_below_floor")
 		e.topUp(a.AppID, 599, e.clock.Now())
-		expect(a, "resume", "throttled")
+		expect(a, "resume", "throttled:wallet_below_floor")
 		// The wallet covers the floor: active.
 		e.topUp(a.AppID, 1, e.clock.Now())
 		expect(a, "resume", "active")

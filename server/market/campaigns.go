@@ -18,10 +18,14 @@ type Campaign struct {
 	MaxBidCents      *int64 // nil: a floor buyer
 	// Paused is the advertiser's switch; Status is the state last computed
 	// for the campaign (Status() says how).
-	Paused    bool
-	Status    xpromo.CampaignStatus
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Paused bool
+	Status xpromo.CampaignStatus
+	// StatusReason says why a campaign that is not paused is not active
+	// (one of the Reason… codes below); "" when active or paused. It is
+	// computed with Status when a campaign is answered, not stored.
+	StatusReason string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 	// FloorCents is the campaign's floor: the highest current floor of its
 	// categories on its app's platform. It is computed when the campaign is
 	// read, not stored, so it follows floor cuts (and so never rises).
@@ -34,10 +38,37 @@ func (c Campaign) Wire() xpromo.Campaign {
 		CampaignID:       c.ID,
 		DailyBudgetCents: c.DailyBudgetCents,
 		Status:           c.Status,
+		StatusReason:     optional(c.StatusReason),
 		FloorCents:       c.FloorCents,
 		MaxBidCents:      c.MaxBidCents,
 	}
 }
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Why a campaign that is not paused is not active: Campaign.status_reason.
+const (
+	// The app waits for the vetting gate: the campaign delivers nothing
+	// until the app is approved.
+	ReasonAppPending = "app_pending"
+	// The app was rejected or is suspended: the campaign delivers nothing.
+	ReasonAppRejected  = "app_rejected"
+	ReasonAppSuspended = "app_suspended"
+	// The app is approved or throttled, not yet live: the campaign
+	// delivers within the app's daily throttled cap.
+	ReasonAppNotLive = "app_not_live"
+	// The app is live but its wallet cannot pay one install at the
+	// campaign's floor: nothing is delivered until it is topped up.
+	ReasonWalletBelowFloor = "wallet_below_floor"
+	// A new campaign of a live, funded app: delivery makes it active at
+	// its next refresh (DefaultRefreshEvery at most).
+	ReasonActivating = "activating"
+)
 
 // MaxAmountCents bounds daily budgets and bids (EUR 100 million): larger
 // values are refused as invalid_amount rather than risking overflow in the
@@ -112,10 +143,20 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 			Categories:       append([]string(nil), req.Categories...),
 			DailyBudgetCents: req.DailyBudgetCents,
 			MaxBidCents:      req.MaxBidCents,
-			Status:           xpromo.CampaignStatusThrottled,
 			CreatedAt:        now,
 			UpdatedAt:        now,
 			FloorCents:       floor,
+		}
+		// A new campaign is throttled (the API document); the reason says
+		// what will happen to it.
+		var status xpromo.CampaignStatus
+		status, out.StatusReason, err = Explain(ctx, tx, out)
+		if err != nil {
+			return err
+		}
+		out.Status = xpromo.CampaignStatusThrottled
+		if status == xpromo.CampaignStatusActive {
+			out.StatusReason = ReasonActivating
 		}
 		return tx.InsertCampaign(ctx, out)
 	})
@@ -151,10 +192,11 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 		}
 		wasPaused := c.Paused
 		c.Paused = paused
-		status, err := Status(ctx, tx, c)
+		status, reason, err := Explain(ctx, tx, c)
 		if err != nil {
 			return err
 		}
+		c.StatusReason = reason
 		if c.Status != status || wasPaused != paused {
 			if err := tx.SetCampaignStatus(ctx, c.ID, paused, status, now); err != nil {
 				return err
@@ -179,25 +221,43 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 // delivery that later moves campaigns between throttled and active all use
 // this one rule.
 func Status(ctx context.Context, tx Tx, c Campaign) (xpromo.CampaignStatus, error) {
+	status, _, err := Explain(ctx, tx, c)
+	return status, err
+}
+
+// Explain is Status with the reason a campaign that is not paused is not
+// active (Reason… codes; "" when active or paused).
+func Explain(ctx context.Context, tx Tx, c Campaign) (xpromo.CampaignStatus, string, error) {
 	if c.Paused {
-		return xpromo.CampaignStatusPaused, nil
+		return xpromo.CampaignStatusPaused, "", nil
 	}
 	platform, appStatus, found, err := tx.AppPlatformAndStatus(ctx, c.AppID)
-	if err != nil || !found || appStatus != xpromo.AppStatusLive {
-		return xpromo.CampaignStatusThrottled, err
+	if err != nil || !found {
+		return xpromo.CampaignStatusThrottled, ReasonAppPending, err
+	}
+	switch appStatus {
+	case xpromo.AppStatusLive:
+	case xpromo.AppStatusPending:
+		return xpromo.CampaignStatusThrottled, ReasonAppPending, nil
+	case xpromo.AppStatusRejected:
+		return xpromo.CampaignStatusThrottled, ReasonAppRejected, nil
+	case xpromo.AppStatusSuspended:
+		return xpromo.CampaignStatusThrottled, ReasonAppSuspended, nil
+	default: // approved, throttled
+		return xpromo.CampaignStatusThrottled, ReasonAppNotLive, nil
 	}
 	floor, err := campaignFloor(ctx, tx, c.Categories, platform)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	balance, err := tx.AdvertiserBalance(ctx, c.AppID)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if balance >= floor {
-		return xpromo.CampaignStatusActive, nil
+		return xpromo.CampaignStatusActive, "", nil
 	}
-	return xpromo.CampaignStatusThrottled, nil
+	return xpromo.CampaignStatusThrottled, ReasonWalletBelowFloor, nil
 }
 
 // withFloor fills c.FloorCents from the current floors.

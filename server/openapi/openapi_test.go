@@ -741,7 +741,7 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 
 	// The narrowed 201 of create_campaign rejects a campaign not throttled.
 	create := doc.Paths.Find("/v1/campaigns").Post.Responses.Status(201).Value.Content.Get("application/json").Schema.Value
-	active := map[string]any{"campaign_id": "c", "daily_budget_cents": 1000.0, "status": "active", "floor_cents": 1.0, "max_bid_cents": nil}
+	active := map[string]any{"campaign_id": "c", "daily_budget_cents": 1000.0, "status": "active", "status_reason": nil, "floor_cents": 1.0, "max_bid_cents": nil}
 	if err := create.VisitJSON(active, openapi3.EnableJSONSchema2020()); err == nil {
 		t.Error("create_campaign 201 accepts status active")
 	}
