@@ -200,7 +200,7 @@ func allTools() []*tool {
 			name:  "create_campaign",
 			title: "Create a campaign",
 			description: "Create a campaign that buys cleared installs of the caller's own app in rate-card categories (POST /v1/campaigns). " +
-				"It starts throttled. Without max_bid_cents it buys at the category floor; with it, it may win contested inventory, paying one cent above the next-highest bid, never more than max_bid_cents." + keyNote,
+				"It starts throttled; its status_reason says what will happen (app_pending: nothing until the app is approved). Without max_bid_cents it buys at the category floor; with it, it may win contested inventory, paying one cent above the next-highest bid, never more than max_bid_cents." + keyNote,
 			params: []param{
 				{name: "app_id", required: true, code: codeMissingField, schema: nonEmpty("The caller's own app; another app's id answers not_found.")},
 				{name: "categories", required: true, code: codeInvalidCategory, codes: map[string]string{"minLength": codeUnknownCategory},
