@@ -338,7 +338,9 @@ func deref[T ~string](p *T) string {
 
 // newPacer returns the gate every request passes: with rate > 0 it lets
 // rate requests a second through, over all workers; it reports false once
-// ctx is done.
+// ctx is done. A done context always wins: select picks at random among
+// ready cases, so a timer that fired by then must not let one more request
+// through.
 func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 	if rate <= 0 {
 		return func(ctx context.Context) bool { return ctx.Err() == nil }
@@ -347,6 +349,9 @@ func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 	var mu sync.Mutex
 	next := time.Now()
 	return func(ctx context.Context) bool {
+		if ctx.Err() != nil {
+			return false // and takes no slot from the other workers
+		}
 		mu.Lock()
 		now := time.Now()
 		if next.Before(now) {
@@ -361,7 +366,7 @@ func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 		case <-ctx.Done():
 			return false
 		case <-t.C:
-			return true
+			return ctx.Err() == nil
 		}
 	}
 }
