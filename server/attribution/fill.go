@@ -83,16 +83,10 @@ func (p FillParams) validate() error {
 // VerifiedFill is a fill request whose fields are valid and whose signature
 // verified under a registered, unrevoked SDK key of its app: the only kind
 // Fill serves. VerifyFill makes them.
-type VerifiedFill struct {
-	p   FillParams
-	kid string
-}
+type VerifiedFill struct{ p FillParams }
 
 // AppID is the publisher app the verified request is for.
 func (v VerifiedFill) AppID() string { return v.p.PublisherAppID }
-
-// KeyID is the SDK key that signed it.
-func (v VerifiedFill) KeyID() string { return v.kid }
 
 // VerifyFill checks a fill request: the fields' shapes (invalid_app_id,
 // invalid_slot, invalid_platform, invalid_device_id, invalid_locale), then
@@ -127,7 +121,7 @@ func (s *Service) VerifyFill(ctx context.Context, p FillParams) (VerifiedFill, e
 	if err := f.CheckTime(now, s.Rules.withDefaults().ClockSkew); err != nil {
 		return VerifiedFill{}, fraudError(FraudTokenExpired, "fill request: "+tokenErrorMessage(err), "")
 	}
-	return VerifiedFill{p: p, kid: key.ID}, nil
+	return VerifiedFill{p: p}, nil
 }
 
 // fillableStatuses are the publisher statuses that may show creatives: an
