@@ -3,6 +3,7 @@ package conformance
 import (
 	"crypto/rand"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/attribution"
@@ -15,6 +16,7 @@ func attributionChecks() []Check {
 	return []Check{
 		{"SDK keys are registered, listed and revoked", checkSDKKeys},
 		{"a fill offers a campaign of the publisher's stream, sealed and priced", checkFill},
+		{"only a fill signed by the publisher's SDK key is served or counted", checkFillSigned},
 		{"a signed click and a countersigned install hold escrow on a chain with two signatures", checkInstallHoldsEscrow},
 		{"a heartbeat in [48 h, 72 h) activates; the sweep charges and pays 70% to the publisher", checkActivationClears},
 		{"without a heartbeat in [48 h, 72 h) the install is refunded", checkRefund},
@@ -87,6 +89,81 @@ func checkFill(c *C) {
 	if raw := c.Last().JSON(c); raw["offer"] != nil || raw["creative"] != nil {
 		c.Errorf("a no-fill answer carries an offer or creative: %v", raw)
 	}
+}
+
+func checkFillSigned(c *C) {
+	m := c.NewMarket("", 20000)
+	c.FillFor(m.Pub, m.Adv) // the stream is live
+	impressions := func() int64 {
+		s, err := m.Adv.Client.GetStats(c.Ctx(), m.Adv.ID, nil)
+		c.NoError(err, "advertiser's stats")
+		return s.Impressions
+	}
+	before := impressions()
+
+	// Unsigned: the old request body, without signature.
+	unsigned := c.FillRequest(m.Pub)
+	unsigned.Signature = ""
+	_, err := c.SendFill(unsigned)
+	c.ExpectError(err, 422, "missing_field", "an unsigned fill")
+	// Signed by a key that is not the publisher's: a stranger's, another
+	// app's.
+	stranger, err := attribution.GenerateKey(rand.Reader)
+	c.NoError(err, "a key")
+	other := c.WithSDKKey(c.NewApp())
+	for name, key := range map[string]attribution.KeyPair{"an unregistered key": stranger, "another app's key": other.Key} {
+		r := c.FillRequest(m.Pub)
+		c.NoError(r.Sign(key, c.Now()), "signing")
+		_, err = c.SendFill(r)
+		c.ExpectError(err, 403, "fraud_bad_signature", "a fill signed by "+name)
+	}
+	// A signature over another request: the slot and the device changed
+	// after signing.
+	moved := c.FillRequest(m.Pub)
+	moved.Slot = xpromo.SlotBeforeQuit
+	_, err = c.SendFill(moved)
+	c.ExpectError(err, 403, "fraud_bad_signature", "a fill whose slot is not the one signed")
+	moved = c.FillRequest(m.Pub)
+	moved.DeviceID = "dev_" + randomHex(8)
+	_, err = c.SendFill(moved)
+	c.ExpectError(err, 403, "fraud_bad_signature", "a fill whose device is not the one signed")
+	// Signed 20 minutes ago: stale whatever skew within the protocol's 2
+	// minutes the server tolerates.
+	stale := c.FillRequest(m.Pub)
+	c.NoError(stale.Sign(m.Pub.Key, c.Now().Add(-20*time.Minute)), "signing")
+	_, err = c.SendFill(stale)
+	c.ExpectError(err, 403, "fraud_token_expired", "a fill signed 20 minutes ago")
+	// Bounded fields: a NUL in app_id, a device id of 1 MB.
+	bad := c.FillRequest(m.Pub)
+	bad.AppID = "app\x00" + m.Pub.ID
+	_, err = c.SendFill(bad)
+	if e := c.APIError(err, "a fill with a NUL in app_id"); e.Status != 422 {
+		c.Errorf("a fill with a NUL in app_id: %d %s, want 422", e.Status, e.Code)
+	}
+	bad = c.FillRequest(m.Pub)
+	bad.DeviceID = strings.Repeat("d", 1_000_000)
+	_, err = c.SendFill(bad)
+	if e := c.APIError(err, "a fill with a device_id of 1 MB"); e.Status != 422 && e.Status != 413 {
+		c.Errorf("a fill with a device_id of 1 MB: %d %s, want 422 (or 413)", e.Status, e.Code)
+	}
+	if after := impressions(); after != before {
+		c.Errorf("refused fills were counted: the advertiser's impressions went from %d to %d", before, after)
+	}
+
+	// Signed by the publisher's key, it is served and counted.
+	fill, err := c.SendFill(c.FillRequest(m.Pub))
+	c.NoError(err, "a signed fill")
+	if !fill.Filled {
+		c.Errorf("a signed fill of a trading publisher got nothing: %+v", fill)
+	}
+	if after := impressions(); fill.Filled && fill.Offer.Advertiser == m.Adv.ID && after != before+1 {
+		c.Errorf("a served fill: the advertiser's impressions went from %d to %d, want +1", before, after)
+	}
+	// Its key revoked, the publisher's SDK can no longer ask.
+	_, err = m.Pub.Client.RevokeSDKKey(c.Ctx(), m.Pub.ID, m.Pub.Key.ID)
+	c.NoError(err, "revoking the publisher's key")
+	_, err = c.SendFill(c.FillRequest(m.Pub))
+	c.ExpectError(err, 403, "fraud_bad_signature", "a fill signed by a revoked key")
 }
 
 func checkInstallHoldsEscrow(c *C) {

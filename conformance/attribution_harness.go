@@ -12,7 +12,7 @@ import (
 )
 
 // The attribution protocol driven as the two SDKs would (docs/protocol.md):
-// the publisher's fills and signed clicks, the advertiser's countersigned
+// the publisher's signed fills and signed clicks, the advertiser's countersigned
 // install claims and heartbeats, and the operators' test clock and sweep
 // of the conformance profile.
 
@@ -122,12 +122,25 @@ func (c *C) NewAdvertiser(category string, fund int64, mod func(*xpromo.CreateCa
 	return adv
 }
 
-// Fill asks for a creative in one of the publisher's slots.
+// FillRequest is a request for a creative in one of the publisher's slots,
+// signed with its SDK key at the server's clock, as its SDK sends it.
+func (c *C) FillRequest(pub *SDKApp) *xpromo.FillRequest {
+	c.Helper()
+	r := &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: pub.Platform, DeviceID: "dev_" + randomHex(8)}
+	c.NoError(r.Sign(pub.Key, c.Now()), "signing a fill request")
+	return r
+}
+
+// SendFill posts a fill request.
+func (c *C) SendFill(r *xpromo.FillRequest) (*xpromo.FillResponse, error) {
+	return c.Public().SDKFill(c.ctx, r)
+}
+
+// Fill asks for a creative in one of the publisher's slots, with a signed
+// request.
 func (c *C) Fill(pub *SDKApp) *xpromo.FillResponse {
 	c.Helper()
-	fill, err := c.Public().SDKFill(c.ctx, &xpromo.FillRequest{
-		AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: pub.Platform, DeviceID: "dev_" + randomHex(8),
-	})
+	fill, err := c.SendFill(c.FillRequest(pub))
 	if xpromo.IsCode(err, "not_found") {
 		c.Skipf("needs POST /v1/sdk/fill (attribution): %v", err)
 	}

@@ -41,6 +41,7 @@ func TestSuiteCatchesBrokenServers(t *testing.T) {
 		{"RateLimit headers stripped", "rate-limits", stripRateLimitHeaders},
 		{"another app's resources answer 403", "auth", crossAppForbidden},
 		{"Idempotency-Key ignored", "idempotency", ignoreIdempotencyKey},
+		{"fills served whoever signed them", "attribution", unsignedFillsServed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // each child is a process of its own
@@ -144,6 +145,22 @@ func crossAppForbidden(next http.Handler) http.Handler {
 				_, _ = w.Write([]byte(`{"error":{"code":"forbidden","message":"this app belongs to someone else","retry_after":null}}`))
 				return
 			}
+		}
+		copyResponse(w, rec)
+	})
+}
+
+// unsignedFillsServed answers a fill whose signature the server refused
+// (403) as an ordinary answer without a creative, as a server that does not
+// check fill signatures would answer a stranger's request.
+func unsignedFillsServed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		if r.URL.Path == "/v1/sdk/fill" && rec.Code == http.StatusForbidden {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"filled":false,"no_fill_reason":"no_eligible_campaign","creative":null,"offer":null,"expires_at":null}`))
+			return
 		}
 		copyResponse(w, rec)
 	})

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -39,6 +41,7 @@ type Server struct {
 	tools map[string]*tool
 
 	rememberIssuedKey bool
+	drainTimeout      time.Duration // ServeStdio's; 0 is DefaultStdioDrainTimeout
 	mu                sync.Mutex
 	key               string // the session's API key
 }
@@ -111,15 +114,25 @@ func (s *Server) setKey(key string) {
 }
 
 // ServeStdio serves the tools over stdio (newline-delimited JSON-RPC on in
-// and out) until ctx is done or in ends. logger receives transport errors;
-// nil discards them.
+// and out) until ctx is done or in ends. When in ends, every request read
+// from it is still answered on out before ServeStdio returns (waiting at
+// most DefaultStdioDrainTimeout), so `printf '…' | xpromo-mcp` gets every
+// answer; when ctx ends, the calls in flight are cancelled. logger
+// receives transport errors; nil discards them.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger) error {
 	std := server.NewStdioServer(s.mcp)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	std.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelError))
-	return std.Listen(ctx, in, out)
+	timeout := s.drainTimeout
+	if timeout <= 0 {
+		timeout = DefaultStdioDrainTimeout
+	}
+	calls := newInflight()
+	return std.Listen(ctx,
+		&drainingReader{ctx: ctx, src: bufio.NewReader(in), calls: calls, timeout: timeout, log: logger},
+		&answerWriter{dst: out, calls: calls})
 }
 
 // Authorization over HTTP.

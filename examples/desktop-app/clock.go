@@ -10,9 +10,10 @@ import (
 // and 48-hour marks of attribution without waiting; a real computer would
 // have lived through those hours, so this clock follows the server's: it is
 // the local clock plus the server's lead, taken again after each advance.
-// The SDK signs click, claim and heartbeat times with it, and the server
-// checks them against its own clock (heartbeats within 2 minutes), so
-// without it the heartbeat after 48 hours would be refused as stale.
+// The SDK signs fill, click, claim and heartbeat times with it, and the
+// server checks them against its own clock (fills and heartbeats within 2
+// minutes), so without it the heartbeat after 48 hours would be refused as
+// stale.
 type deviceClock struct {
 	lead atomic.Int64 // nanoseconds the server's clock is ahead of time.Now
 }

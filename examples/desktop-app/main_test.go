@@ -102,7 +102,7 @@ func TestStory(t *testing.T) {
 	}
 	narration := out.String()
 	for _, want := range []string{
-		"showing slot onboarding_complete…",
+		"showing slot onboarding_complete… (the fill request signed with key sk_",
 		"│ Sponsored",
 		"[ Download ]",
 		"xpromo_click=",

@@ -219,7 +219,7 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 		return nil, fmt.Errorf("starting Clipboard Pro's SDK: %w", err)
 	}
 	defer pubSDK.Close()
-	n.say("publisher", "the user finished onboarding; showing slot %s…", xpromo.SlotOnboardingComplete)
+	n.say("publisher", "the user finished onboarding; showing slot %s… (the fill request signed with key %s)", xpromo.SlotOnboardingComplete, pub.Key.ID)
 	shown, err := pubSDK.Show(ctx, xpromo.SlotOnboardingComplete, consoleRenderer{w: n.w, indent: "            "})
 	var noFill *slots.NoFillError
 	switch {

@@ -1,12 +1,17 @@
 // Package attribution is the token format of xpromo's deterministic install
-// attribution: the offer the server seals at fill, the click token the
-// publisher's SDK signs, the install countersignature the advertiser's SDK
-// signs, and the heartbeats that prove the install is still in use. The SDK
+// attribution: the fill request the publisher's SDK signs, the offer the
+// server seals at fill, the click token the publisher's SDK signs, the
+// install countersignature the advertiser's SDK signs, and the heartbeats
+// that prove the install is still in use. The SDK
 // inside apps and the reference server both use it, so the two cannot
 // drift. docs/protocol.md is the full, language-neutral specification.
 //
 // # Messages
 //
+//  0. Fill request (publisher SDK): app, slot, platform, dev, loc (the
+//     fields of the request) and iat, signed with the publisher's SDK key
+//     (SignFill, ParseFill, Fill.Verify, Fill.Covers, Fill.CheckTime), so
+//     that only the app's own SDK can ask for its fills.
 //  1. Offer (server → publisher SDK, at fill): an unsigned body — nonce
 //     (jti), publisher (iss) and advertiser (aud) app ids, campaign_id,
 //     category, platform, price_cents, offer time (oat) — bound to the
@@ -58,17 +63,19 @@
 // code the server records on the chain (Code) and the check that failed
 // (Reason):
 //
-//   - fraud_bad_signature: a click token or heartbeat that is malformed
-//     (Reason malformed or too_large: a token that does not parse is no more
-//     trustworthy than a forged one), has a refused alg or typ, a kid that
-//     is not the verifying key, a signature that does not verify, or an
-//     offer whose MAC does not verify (bad_mac, unknown_mac_key);
+//   - fraud_bad_signature: a click token, heartbeat or fill request that
+//     is malformed (Reason malformed or too_large: a token that does not
+//     parse is no more trustworthy than a forged one), has a refused alg or
+//     typ, a kid that is not the verifying key, a signature that does not
+//     verify, an offer whose MAC does not verify (bad_mac,
+//     unknown_mac_key), or a fill request whose claims are not the
+//     request's (request_mismatch);
 //   - fraud_bad_countersignature: the same failures of an install
 //     countersignature, and a th that is not the hash of the presented
 //     click token (token_hash_mismatch);
 //   - fraud_token_expired: a click after its offer lapsed, a token used at
 //     or after exp (+ skew), a message dated in the verifier's future, a
-//     stale heartbeat;
+//     stale heartbeat or fill request;
 //   - fraud_app_mismatch: the countersigning app is not the click's aud.
 //
 // Code(err) and ReasonOf(err) read them; errors.Is(err, ErrBadSignature)
@@ -79,7 +86,7 @@
 // This package checks the cryptography, the binding between the messages
 // and their times. The server also checks what needs its state: that each
 // kid is registered to the app that signs with it (iss for the click, app
-// for the countersignature and heartbeats), single use of jti
+// for the countersignature, heartbeats and fill requests), single use of jti
 // (fraud_token_reused), the fraud rules (CTIT, velocity, ASN, …) and
 // heartbeat sequence numbers.
 package attribution

@@ -9,10 +9,11 @@ import (
 // codes of the product (docs/errors.md, docs/protocol.md) and the keys of
 // Stats.fraud_rejected; the server records them on a rejected chain.
 const (
-	// CodeBadSignature: the click token (or a heartbeat) is malformed, uses
-	// an algorithm other than Ed25519, names a key that is not the one it
-	// is verified with, carries a signature that does not verify, or holds
-	// an offer whose server MAC does not verify.
+	// CodeBadSignature: the click token (or a heartbeat, or a signed fill
+	// request) is malformed, uses an algorithm other than Ed25519, names a
+	// key that is not the one it is verified with, carries a signature that
+	// does not verify, holds an offer whose server MAC does not verify, or
+	// (a fill) signs another request than the one it comes with.
 	CodeBadSignature = "fraud_bad_signature"
 	// CodeBadCountersignature: the install countersignature is malformed,
 	// does not verify, or is not bound to the presented click token.
@@ -46,7 +47,8 @@ const (
 	ReasonClickBeforeOffer  Reason = "click_before_offer"  // click dated before its offer (beyond skew)
 	ReasonExpired           Reason = "expired"             // now (or the claim time) is at or past exp (+ skew)
 	ReasonNotYetValid       Reason = "not_yet_valid"       // dated in the verifier's future (beyond skew)
-	ReasonStale             Reason = "stale"               // heartbeat dated too far in the verifier's past
+	ReasonStale             Reason = "stale"               // heartbeat or fill request dated too far in the verifier's past
+	ReasonRequestMismatch   Reason = "request_mismatch"    // a signed fill request's claims are not the request's fields
 )
 
 // Error is a verification failure: which fraud code applies (Code), which

@@ -13,7 +13,8 @@ import (
 func fuzzSeeds(f *testing.F) {
 	c, in := installAt(f, time.Minute)
 	_, hb := testHeartbeat(f, 1, t0)
-	for _, tok := range []string{c.Raw, in, hb} {
+	fill := testFill(f, testFillClaims(t0))
+	for _, tok := range []string{c.Raw, in, hb, fill} {
 		h, p, s := segments(tok)
 		f.Add(tok)
 		f.Add(h + "." + p + ".")
@@ -119,6 +120,27 @@ func FuzzParseHeartbeat(f *testing.F) {
 				return err
 			}
 			return h.CheckTime(t0, DefaultClockSkew)
+		})
+	})
+}
+
+func FuzzParseFill(f *testing.F) {
+	fuzzSeeds(f)
+	f.Add(resign(pubKeys.Private, header(AlgEd25519, pubKeys.ID, TypFill), `{"app":"a","slot":"s","platform":"mac","dev":"","loc":"","iat":1,"iat":2}`))
+	f.Fuzz(func(t *testing.T, token string) {
+		fl, err := ParseFill(token)
+		if err != nil {
+			failsWithCode(t, err, CodeBadSignature)
+			return
+		}
+		checkAccepted(t, token, &fl.JWS, &fl.Claims, fl.Claims.validate, func() error {
+			if err := fl.Verify(pubKeys.Public); err != nil {
+				return err
+			}
+			if err := fl.Covers(testFillClaims(t0)); err != nil {
+				return err
+			}
+			return fl.CheckTime(t0, DefaultClockSkew)
 		})
 	})
 }

@@ -30,6 +30,7 @@ const (
 	TypClick     = "xpromo-click+jwt"
 	TypInstall   = "xpromo-install+jwt"
 	TypHeartbeat = "xpromo-heartbeat+jwt"
+	TypFill      = "xpromo-fill+jwt"
 )
 
 // Header is the JWS protected header of every xpromo message. It has exactly

@@ -46,6 +46,13 @@ type Vectors struct {
 	HeartbeatClaims string `json:"heartbeat_claims_json"`
 	HeartbeatToken  string `json:"heartbeat_token"`
 	HandoffURL      string `json:"handoff_url"`
+
+	// The fill request the publisher's SDK signed before the offer (at
+	// FillTime, the offer time).
+	FillTime   int64  `json:"fill_time"`
+	FillHeader string `json:"fill_header_json"`
+	FillClaims string `json:"fill_claims_json"`
+	FillToken  string `json:"fill_token"`
 }
 
 func makeVectors(t *testing.T) Vectors {
@@ -68,6 +75,9 @@ func makeVectors(t *testing.T) Vectors {
 		t.Fatal(err)
 	}
 	h, _ := ParseHeartbeat(hb)
+	fill := testFill(t, FillClaims{AppID: offer.Publisher, Slot: "onboarding_complete", Platform: offer.Platform,
+		DeviceID: testDevice, Locale: "de-CH", IssuedAt: offer.OfferedAt})
+	fl, _ := ParseFill(fill)
 	pemBytes, _ := MarshalPrivateKey(pubKeys.Private)
 	handoff, _ := HandoffURL("https://dl.example.com/Snip.zip", click)
 	return Vectors{
@@ -96,6 +106,10 @@ func makeVectors(t *testing.T) Vectors {
 		HeartbeatClaims:     string(h.PayloadJSON),
 		HeartbeatToken:      hb,
 		HandoffURL:          handoff,
+		FillTime:            fl.Claims.IssuedAt,
+		FillHeader:          string(fl.HeaderJSON),
+		FillClaims:          string(fl.PayloadJSON),
+		FillToken:           fill,
 	}
 }
 
@@ -143,6 +157,10 @@ func TestVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fl, err := ParseFill(v.FillToken)
+	if err != nil {
+		t.Fatal(err)
+	}
 	now := time.Unix(v.ClaimTime, 0)
 	for name, err := range map[string]error{
 		"click signature":     c.Verify(pub),
@@ -152,6 +170,8 @@ func TestVectors(t *testing.T) {
 		"install time":        in.CheckTime(c, now, 0),
 		"heartbeat signature": hb.Verify(adv),
 		"heartbeat time":      hb.CheckTime(time.Unix(hb.Claims.SentAt, 0), 0),
+		"fill signature":      fl.Verify(pub),
+		"fill time":           fl.CheckTime(time.Unix(v.FillTime, 0), 0),
 	} {
 		if err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -55,7 +55,8 @@ type Config struct {
 	DataDir string
 	// Platform is "mac" or "win"; default from the OS the app runs on.
 	Platform xpromo.Platform
-	// Locale (optional) is a BCP 47 tag sent with fills.
+	// Locale (optional) is a BCP 47 tag sent (and signed) with fills, e.g.
+	// "de-CH".
 	Locale string
 
 	// InboxDir is the handoff inbox shared by the apps of the user;
@@ -118,6 +119,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.AppID == "" {
 		return nil, errors.New("slots: Config.AppID is required")
+	}
+	if !attribution.ValidIdentifier(cfg.AppID) {
+		return nil, fmt.Errorf("slots: Config.AppID %q is not an app id", cfg.AppID)
+	}
+	if cfg.Locale != "" && !attribution.ValidLocale(cfg.Locale) {
+		return nil, fmt.Errorf("slots: Config.Locale %q is not a BCP 47 language tag of at most %d characters", cfg.Locale, attribution.MaxLocaleLen)
 	}
 	if cfg.DataDir == "" {
 		return nil, errors.New("slots: Config.DataDir is required")

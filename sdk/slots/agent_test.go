@@ -228,6 +228,51 @@ func TestShowDismissedAndNoFill(t *testing.T) {
 	}
 }
 
+// Every fill request is signed with the app's SDK key, over the fields it
+// sends, at the SDK's clock; the server verified each (sdkServer).
+func TestFillIsSigned(t *testing.T) {
+	srv, pub := newPublisher(t)
+	mustFill(t, pub, SlotAboutWindow)
+	srv.advance(time.Minute)
+	mustFill(t, pub, SlotBeforeQuit)
+	got := srv.fillsSent()
+	if len(got) != 2 {
+		t.Fatalf("%d signed fills accepted", len(got))
+	}
+	first := attribution.FillClaims{AppID: "app_pub", Slot: string(SlotAboutWindow), Platform: "mac",
+		DeviceID: pub.DeviceID(), IssuedAt: srv.clock().Add(-time.Minute).Unix()}
+	if got[0] != first || got[1].Slot != string(SlotBeforeQuit) || got[1].IssuedAt != srv.clock().Unix() {
+		t.Fatalf("signed fills %+v, want first %+v", got, first)
+	}
+	for _, r := range srv.recorded("/v1/sdk/fill") {
+		var req xpromo.FillRequest
+		if err := json.Unmarshal(r.Body, &req); err != nil || req.Signature == "" {
+			t.Fatalf("fill request %s without a signature (%v)", r.Body, err)
+		}
+	}
+}
+
+// A fill signed by a key the server does not hold for the app is refused,
+// and the SDK shows nothing.
+func TestFillWithAnotherAppsKeyIsRefused(t *testing.T) {
+	srv := newSDKServer(t)
+	k := testKeys(t)
+	a, err := New(Config{AppID: "app_pub", Key: k.advertiser, DataDir: t.TempDir(), Platform: xpromo.PlatformMac,
+		InboxDir: "-", Now: srv.clock, Client: xpromo.NewClient(srv.srv.URL, xpromo.WithRetries(0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	r := &recordingRenderer{out: Clicked}
+	_, err = a.Show(context.Background(), SlotAboutWindow, r)
+	if !xpromo.IsCode(err, string(xpromo.FraudBadSignature)) || len(r.ads) != 0 {
+		t.Fatalf("fill signed with app_adv's key: %v (%d ads)", err, len(r.ads))
+	}
+	if n := len(srv.fillsSent()); n != 0 {
+		t.Fatalf("%d fills accepted", n)
+	}
+}
+
 // The SDK shows nothing whose offer does not match the creative or the app.
 func TestFillRefusesMismatchedOffer(t *testing.T) {
 	for name, f := range map[string]func(*attribution.Offer){
@@ -544,6 +589,8 @@ func TestNewValidatesAndLocks(t *testing.T) {
 	base := Config{BaseURL: srv.srv.URL, AppID: "app_pub", Key: k.publisher, DataDir: t.TempDir(), Platform: xpromo.PlatformMac}
 	for name, mut := range map[string]func(*Config){
 		"no app id":     func(c *Config) { c.AppID = "" },
+		"bad app id":    func(c *Config) { c.AppID = "app pub" },
+		"bad locale":    func(c *Config) { c.Locale = "de_CH" },
 		"no data dir":   func(c *Config) { c.DataDir = "" },
 		"no key":        func(c *Config) { c.Key = attribution.KeyPair{} },
 		"wrong kid":     func(c *Config) { c.Key.ID = k.advertiser.ID },

@@ -113,16 +113,19 @@ type Placement struct {
 // identifies the fill).
 func (p *Placement) Offer() attribution.Offer { return p.offer }
 
-// Fill asks the server for an ad for slot. Ask only when the slot is about
-// to be shown: the server counts every fill as an impression. No fill is
-// an error matching ErrNoFill.
+// Fill asks the server for an ad for slot, with a request signed by the
+// app's SDK key (so that nobody else can ask for this app's fills). Ask
+// only when the slot is about to be shown: the server counts every fill as
+// an impression. No fill is an error matching ErrNoFill.
 func (a *Agent) Fill(ctx context.Context, slot xpromo.Slot) (*Placement, error) {
 	if !slot.Valid() {
 		return nil, fmt.Errorf("slots: unknown slot %q", slot)
 	}
-	resp, err := a.client.SDKFill(ctx, &xpromo.FillRequest{
-		AppID: a.cfg.AppID, Slot: slot, Platform: a.cfg.Platform, DeviceID: a.deviceID, Locale: a.cfg.Locale,
-	})
+	req := &xpromo.FillRequest{AppID: a.cfg.AppID, Slot: slot, Platform: a.cfg.Platform, DeviceID: a.deviceID, Locale: a.cfg.Locale}
+	if err := req.Sign(a.cfg.Key, a.now()); err != nil {
+		return nil, fmt.Errorf("slots: signing the fill request: %w", err)
+	}
+	resp, err := a.client.SDKFill(ctx, req)
 	if err != nil {
 		return nil, err
 	}

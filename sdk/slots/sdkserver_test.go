@@ -23,7 +23,7 @@ import (
 // docs/protocol.md and verifies everything with sdk/attribution as the
 // reference server does: the offer MAC, the publisher's click signature,
 // the advertiser's countersignature and its binding to the token, the
-// heartbeat signature, every time check with the protocol's skew, single
+// heartbeat signature, the fill request's signature, every time check with the protocol's skew, single
 // use per jti. It also checks what any request must carry: POST, JSON,
 // an Idempotency-Key (same key and body replay the first answer), and no
 // Authorization header (the SDK never holds the api_key).
@@ -50,6 +50,7 @@ type sdkServer struct {
 	byHash     map[string]*testChain // by th
 	requests   []recorded
 	heartbeats []attribution.HeartbeatClaims
+	fills      []attribution.FillClaims // the signed fill requests accepted
 }
 
 type idemEntry struct {
@@ -119,6 +120,13 @@ func (s *sdkServer) recorded(path string) []recorded {
 		}
 	}
 	return out
+}
+
+// fillsSent is a copy of the signed fill requests the server accepted.
+func (s *sdkServer) fillsSent() []attribution.FillClaims {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]attribution.FillClaims(nil), s.fills...)
 }
 
 // heartbeatsSent is a copy of the heartbeats the server accepted, in order.
@@ -237,6 +245,22 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 		if !validDeviceID(req.DeviceID) {
 			s.t.Errorf("fill without a device id: %s", body)
 		}
+		fill, err := attribution.ParseFill(req.Signature)
+		if err != nil {
+			fraud(err)
+			return
+		}
+		if err := s.verifySigned(fill.Header.Kid, req.AppID, attribution.ErrBadSignature,
+			func(key ed25519.PublicKey) error {
+				if err := fill.Verify(key); err != nil {
+					return err
+				}
+				return fill.Covers(req.Claims(time.Time{}))
+			}, fill.CheckTime); err != nil {
+			fraud(err)
+			return
+		}
+		s.fills = append(s.fills, fill.Claims)
 		if s.noFill {
 			reason := xpromo.NoFillNoCampaign
 			writeJSON(w, 200, xpromo.FillResponse{NoFillReason: &reason})
@@ -248,7 +272,7 @@ func (s *sdkServer) route(w http.ResponseWriter, path string, body []byte) {
 		if s.offerFor != nil {
 			s.offerFor(&o)
 		}
-		o, err := attribution.SealOffer(attribution.MACKey{ID: s.macID, Secret: s.mac[s.macID]}, o)
+		o, err = attribution.SealOffer(attribution.MACKey{ID: s.macID, Secret: s.mac[s.macID]}, o)
 		if err != nil {
 			s.t.Errorf("seal offer: %v", err)
 			writeJSON(w, 500, apiError(xpromo.CodeInternal))

@@ -62,12 +62,18 @@ func (c *Client) GetChain(ctx context.Context, chainID string, opts ...CallOptio
 // to make a report safe to repeat, as sdk/slots does for its queued events.
 
 // SDKFill asks for a creative for one of the publisher's slots (POST
-// /v1/sdk/fill). No fill is an answer, not an error: Filled false with a
-// NoFillReason. The server counts each fill as an impression, so ask only
-// when the slot is about to be shown.
+// /v1/sdk/fill). params must be signed with the publisher app's SDK key
+// (FillRequest.Sign) just before the call. No fill is an answer, not an
+// error: Filled false with a NoFillReason. The server counts each fill as
+// an impression, so ask only when the slot is about to be shown.
 //
-// Refusals: 404 not_found for an unknown app_id; 422 invalid_slot,
-// invalid_platform; 429 rate_limited (per IP and per app).
+// Refusals: 422 invalid_app_id, invalid_slot, invalid_platform,
+// invalid_device_id, invalid_locale, missing_field (no signature); 403
+// fraud_bad_signature (the key is not a registered, unrevoked key of the
+// app, the signature does not verify, or it signs another request),
+// fraud_token_expired (signed further than the clock skew from the
+// server's clock); 429 rate_limited (per IP, and per app once the
+// signature verified).
 func (c *Client) SDKFill(ctx context.Context, params *FillRequest, opts ...CallOption) (*FillResponse, error) {
 	out := new(FillResponse)
 	_, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/sdk/fill", body: nonNil(params), auth: authNone}, out, opts)

@@ -88,8 +88,8 @@ func TestSDKEndpointsRequestShape(t *testing.T) {
 				}
 			}},
 		{"SDKFill", func() (any, error) {
-			return c.SDKFill(ctx, &xpromo.FillRequest{AppID: "app_p", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformWin})
-		}, "POST", "/v1/sdk/fill", `{"app_id":"app_p","slot":"about_window","platform":"win"}`, "", func(t *testing.T, got any) {
+			return c.SDKFill(ctx, &xpromo.FillRequest{AppID: "app_p", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformWin, Signature: "h.p.s"})
+		}, "POST", "/v1/sdk/fill", `{"app_id":"app_p","slot":"about_window","platform":"win","signature":"h.p.s"}`, "", func(t *testing.T, got any) {
 			fr := got.(*xpromo.FillResponse)
 			if fr.Filled || fr.NoFillReason == nil || *fr.NoFillReason != xpromo.NoFillNoCampaign || fr.Offer != nil {
 				t.Errorf("fill %+v", fr)

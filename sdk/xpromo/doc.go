@@ -80,9 +80,9 @@
 // test-mode server's clock and settle what is due with AdminGetClock,
 // AdminAdvanceClock and AdminSweep:
 //
-//	fill, err := c.SDKFill(ctx, &xpromo.FillRequest{
-//		AppID: pubID, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac,
-//	})
+//	req := &xpromo.FillRequest{AppID: pubID, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac}
+//	err := req.Sign(key, now) // the publisher's SDK key signs every fill
+//	fill, err := c.SDKFill(ctx, req)
 //	// fill.Filled false is no fill (fill.NoFillReason), not an error.
 //	tok, err := attribution.SignClick(key.Private, key.ID, attribution.NewClickClaims(*fill.Offer, now))
 //	click, err := c.SDKClick(ctx, &xpromo.ClickRequest{Token: tok})

@@ -13,7 +13,7 @@ import (
 // signed with the app's SDK key (package attribution; docs/protocol.md is
 // the full protocol):
 //
-//	POST /v1/sdk/fill       FillRequest      → 200 FillResponse (filled or not)
+//	POST /v1/sdk/fill       FillRequest      → 200 FillResponse (filled or not; the request signed)
 //	POST /v1/sdk/click      ClickRequest     → 200 ClickResponse (chain `clicked`)
 //	POST /v1/sdk/install    InstallRequest   → 200 InstallResponse
 //	POST /v1/sdk/heartbeat  HeartbeatRequest → 200 HeartbeatResponse
@@ -48,17 +48,48 @@ func (s Slot) Valid() bool {
 }
 
 // FillRequest is the body of POST /v1/sdk/fill: the publisher's SDK asks for
-// a creative for one of its slots.
+// a creative for one of its slots, and signs what it asks with the app's
+// SDK key (Sign), so that nobody else can ask for the app's fills or count
+// its impressions.
 type FillRequest struct {
-	// AppID is the publisher's app id.
+	// AppID is the publisher's app id (an identifier: at most 128
+	// characters of A-Z a-z 0-9 - _ . : ~).
 	AppID    string   `json:"app_id"`
 	Slot     Slot     `json:"slot"`
 	Platform Platform `json:"platform"`
-	// DeviceID (optional) is the SDK's opaque per-install id, the same the
-	// device signs as "dev"; it lets the server cap fills per device.
+	// DeviceID (optional) is the SDK's opaque per-install id (an
+	// identifier), the same the device signs as "dev" in its
+	// countersignatures.
 	DeviceID string `json:"device_id,omitempty"`
-	// Locale (optional) is a BCP 47 language tag, e.g. "de-CH".
+	// Locale (optional) is a BCP 47 language tag, e.g. "de-CH", at most 35
+	// characters.
 	Locale string `json:"locale,omitempty"`
+	// Signature is the request signed with the publisher's SDK key: a
+	// compact JWS (typ xpromo-fill+jwt) whose claims are the fields above
+	// and the signing time (attribution.FillClaims). Required; Sign sets
+	// it.
+	Signature string `json:"signature"`
+}
+
+// Claims are the fill request's fields as the signature covers them, signed
+// at iat.
+func (r *FillRequest) Claims(iat time.Time) attribution.FillClaims {
+	return attribution.FillClaims{AppID: r.AppID, Slot: string(r.Slot), Platform: string(r.Platform),
+		DeviceID: r.DeviceID, Locale: r.Locale, IssuedAt: iat.Unix()}
+}
+
+// Sign signs the request's fields at now with key, the publisher app's SDK
+// key, and sets Signature. Sign each request when sending it: the server
+// refuses one signed further than its clock skew (2 minutes) from its
+// clock (fraud_token_expired). now is the device's clock; an SDK that
+// talks to a server whose test clock was advanced signs with that clock.
+func (r *FillRequest) Sign(key attribution.KeyPair, now time.Time) error {
+	sig, err := attribution.SignFill(key.Private, key.ID, r.Claims(now))
+	if err != nil {
+		return err
+	}
+	r.Signature = sig
+	return nil
 }
 
 // NoFillReason says why a fill request got nothing.

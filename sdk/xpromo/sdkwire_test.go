@@ -13,13 +13,13 @@ func sdkGoldenCases() []goldenCase {
 	return []goldenCase{
 		{
 			name:   "FillRequest/minimal",
-			value:  FillRequest{AppID: "app_pub", Slot: SlotAboutWindow, Platform: PlatformMac},
-			golden: `{"app_id":"app_pub","slot":"about_window","platform":"mac"}`,
+			value:  FillRequest{AppID: "app_pub", Slot: SlotAboutWindow, Platform: PlatformMac, Signature: "h.p.s"},
+			golden: `{"app_id":"app_pub","slot":"about_window","platform":"mac","signature":"h.p.s"}`,
 		},
 		{
 			name:   "FillRequest/full",
-			value:  FillRequest{AppID: "app_pub", Slot: SlotBeforeQuit, Platform: PlatformWin, DeviceID: "dev_1", Locale: "de-CH"},
-			golden: `{"app_id":"app_pub","slot":"before_quit","platform":"win","device_id":"dev_1","locale":"de-CH"}`,
+			value:  FillRequest{AppID: "app_pub", Slot: SlotBeforeQuit, Platform: PlatformWin, DeviceID: "dev_1", Locale: "de-CH", Signature: "h.p.s"},
+			golden: `{"app_id":"app_pub","slot":"before_quit","platform":"win","device_id":"dev_1","locale":"de-CH","signature":"h.p.s"}`,
 		},
 		{
 			name: "FillResponse/filled",
@@ -148,5 +148,40 @@ func TestSDKWireAgreesWithAttribution(t *testing.T) {
 	}
 	if attribution.PlatformMac != string(PlatformMac) || attribution.PlatformWin != string(PlatformWin) {
 		t.Error("platform strings disagree")
+	}
+}
+
+// Sign signs exactly the request's fields: the signature parses, verifies
+// under the key and covers the request, and names the signing time.
+func TestFillRequestSign(t *testing.T) {
+	key, err := attribution.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := FillRequest{AppID: "app_pub", Slot: SlotBeforeQuit, Platform: PlatformWin, DeviceID: "dev_1", Locale: "de-CH"}
+	if err := r.Sign(key, t0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := attribution.ParseFill(r.Signature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Verify(key.Public); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Covers(r.Claims(t0)); err != nil {
+		t.Fatal(err)
+	}
+	if f.Claims.IssuedTime() != t0 || f.Header.Kid != key.ID {
+		t.Errorf("claims %+v, kid %s", f.Claims, f.Header.Kid)
+	}
+	other := r
+	other.Slot = SlotAboutWindow
+	if err := f.Covers(other.Claims(t0)); err == nil {
+		t.Error("the signature covers another slot")
+	}
+	bad := FillRequest{AppID: "app pub", Slot: SlotBeforeQuit, Platform: PlatformWin}
+	if err := bad.Sign(key, t0); err == nil || bad.Signature != "" {
+		t.Errorf("signed an app id that is not an identifier: %v", err)
 	}
 }

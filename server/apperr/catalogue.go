@@ -89,6 +89,9 @@ const (
 	TooManySDKKeys           = "too_many_sdk_keys"
 	InvalidDuration          = "invalid_duration"
 	InvalidSlot              = "invalid_slot"
+	InvalidAppID             = "invalid_app_id"
+	InvalidDeviceID          = "invalid_device_id"
+	InvalidLocale            = "invalid_locale"
 )
 
 // catalogue maps a code to its entries; the first is the default status.
@@ -164,8 +167,8 @@ func init() {
 	def(Conflict, 409, "A concurrent transaction touched the same rows; retry the request.")
 
 	def(FraudTokenReused, 403, "The click token (offer nonce) was already used: a second click report or install claim with another token or countersignature, or a heartbeat whose `seq` is not above the last one accepted.")
-	def(FraudTokenExpired, 403, "A time check failed: the click came after its offer lapsed (15 minutes), the install was claimed at or after the token's `exp` (15 minutes after the click) plus the tolerated clock skew, or a message is dated too far from the server's clock.")
-	def(FraudBadSignature, 403, "The click token (or heartbeat) is malformed, uses an algorithm other than Ed25519, names an SDK key that is not registered to its app or is revoked, does not verify, or carries an offer whose server MAC does not verify.")
+	def(FraudTokenExpired, 403, "A time check failed: the click came after its offer lapsed (15 minutes), the install was claimed at or after the token's `exp` (15 minutes after the click) plus the tolerated clock skew, or a message (heartbeat, signed fill request) is dated too far from the server's clock.")
+	def(FraudBadSignature, 403, "The click token (or heartbeat, or fill request `signature`) is malformed, uses an algorithm other than Ed25519, names an SDK key that is not registered to its app or is revoked, does not verify, carries an offer whose server MAC does not verify, or (a fill) signs other fields than the request's.")
 	def(FraudBadCountersignature, 403, "The install countersignature is malformed, names an SDK key not registered to the claiming app (or revoked), does not verify, or is not bound to the presented click token.")
 	def(FraudDatacenterASN, 403, "The install claim (or its click) came from an address of a datacenter or cloud network (IP-to-ASN table and configured datacenter ASNs and ranges).")
 	def(FraudSelfPromotion, 403, "The publisher and the advertiser of the click are the same app (or share a bundle id).")
@@ -178,6 +181,9 @@ func init() {
 	def(SDKKeyRevoked, 409, "The SDK key was revoked; a revoked key is never registered again (generate a new one).")
 	def(TooManySDKKeys, 409, "The app already has 10 SDK keys that are not revoked; revoke one first.")
 	def(InvalidSlot, 422, "`slot` of a fill is not one of `onboarding_complete`, `update_installed`, `about_window`, `settings_idle`, `before_quit`.")
+	def(InvalidAppID, 422, "`app_id` of a fill is not an app id: 1 to 128 characters of `A-Z a-z 0-9 - _ . : ~`.")
+	def(InvalidDeviceID, 422, "`device_id` of a fill is not 1 to 128 characters of `A-Z a-z 0-9 - _ . : ~`.")
+	def(InvalidLocale, 422, "`locale` of a fill is not a BCP 47 language tag (subtags of 1 to 8 letters or digits joined by `-`) of at most 35 characters.")
 	def(InvalidDuration, 422, "`seconds` is not an integer from 1 to 31536000 (one year).")
 }
 

@@ -2,12 +2,14 @@ package attribution_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/attribution"
@@ -295,7 +297,7 @@ func TestFill(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		w := newWorld(t, s, attribution.Rules{})
 		p := w.pair("education", 0)
-		f, reason, err := w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: p.pub, Slot: xpromo.SlotBeforeQuit, Platform: xpromo.PlatformMac})
+		f, reason, err := w.fillSlot(p.pub, xpromo.SlotBeforeQuit, xpromo.PlatformMac)
 		require.NoError(t, err)
 		require.Empty(t, reason)
 		assert.Equal(t, p.campaign, f.Offer.CampaignID)
@@ -304,26 +306,129 @@ func TestFill(t *testing.T) {
 		assert.Equal(t, p.adv, f.Creative.AdvertiserAppID)
 
 		// On Windows there is no campaign of the advertiser's (a mac app).
-		_, reason, err = w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: p.pub, Slot: xpromo.SlotBeforeQuit, Platform: xpromo.PlatformWin})
+		_, reason, err = w.fillSlot(p.pub, xpromo.SlotBeforeQuit, xpromo.PlatformWin)
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.NoFillNoCampaign, reason)
 
 		noCat := w.app("NoCategory", xpromo.PlatformMac, "")
-		_, reason, err = w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: noCat, Slot: xpromo.SlotBeforeQuit, Platform: xpromo.PlatformMac})
+		_, reason, err = w.fillSlot(noCat, xpromo.SlotBeforeQuit, xpromo.PlatformMac)
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.NoFillPublisherNotEligible, reason)
 
-		_, _, err = w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: "app_missing", Slot: xpromo.SlotBeforeQuit, Platform: xpromo.PlatformMac})
-		assert.Equal(t, apperr.NotFound, apperr.Code(err))
-		_, _, err = w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: p.pub, Slot: "splash", Platform: xpromo.PlatformMac})
+		// An app id no key is registered to: nobody can sign its fills.
+		_, _, err = w.serveFill(w.signFill(p.pubKey, attribution.FillParams{PublisherAppID: "app_missing", Slot: xpromo.SlotBeforeQuit, Platform: xpromo.PlatformMac}, w.now()))
+		assert.Equal(t, apperr.FraudBadSignature, apperr.Code(err))
+		_, _, err = w.fillSlot(p.pub, "splash", xpromo.PlatformMac)
 		assert.Equal(t, apperr.InvalidSlot, apperr.Code(err))
-		_, _, err = w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: p.pub, Slot: xpromo.SlotBeforeQuit, Platform: "linux"})
+		linux := w.fillRequest(p.pub, xpromo.SlotBeforeQuit, xpromo.PlatformMac)
+		linux.Platform = "linux"
+		_, _, err = w.serveFill(linux)
 		assert.Equal(t, apperr.InvalidPlatform, apperr.Code(err))
+		// Fill serves only what VerifyFill accepted.
+		_, _, err = w.attr.Fill(w.ctx, attribution.VerifiedFill{})
+		assert.Error(t, err)
+	})
+}
+
+// TestFillSignature: only a request signed by a registered, unrevoked SDK
+// key of the publisher, over exactly its fields, recently, is served; each
+// refusal is a 4xx code, records nothing and is not counted as an
+// impression.
+func TestFillSignature(t *testing.T) {
+	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
+		p := w.pair("finance", 0)
+		other := w.pair("games", 0)
+		base := attribution.FillParams{PublisherAppID: p.pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac,
+			DeviceID: "dev_Zk3pV0m2Qm8y1c9tXr4s5A", Locale: "de-CH"}
+		good := w.signFill(p.pubKey, base, w.now())
+		revoked := w.key(p.pub)
+		_, err := w.attr.RevokeSDKKey(w.ctx, p.pub, revoked.ID)
+		require.NoError(t, err)
+		w.keys[p.pub] = p.pubKey
+		tampered := good
+		tampered.Signature = good.Signature[:len(good.Signature)-4] + "AAAA"
+		if tampered.Signature == good.Signature {
+			tampered.Signature = good.Signature[:len(good.Signature)-4] + "BBBA"
+		}
+		otherSlot := good
+		otherSlot.Slot = xpromo.SlotBeforeQuit
+		otherDevice := good
+		otherDevice.DeviceID = "dev_other"
+		noLocale := good
+		noLocale.Locale = ""
+		heartbeat, err := token.SignHeartbeat(p.pubKey.Private, p.pubKey.ID, token.HeartbeatClaims{AppID: p.pub, DeviceID: "dev_1",
+			TokenHash: token.TokenHashString("x"), Seq: 1, SentAt: w.now().Unix()})
+		require.NoError(t, err)
+		asHeartbeat := good
+		asHeartbeat.Signature = heartbeat
+
+		skew := token.DefaultClockSkew
+		for name, tc := range map[string]struct {
+			req  attribution.FillParams
+			code string
+		}{
+			"unsigned":              {func() attribution.FillParams { r := good; r.Signature = ""; return r }(), apperr.FraudBadSignature},
+			"garbage":               {func() attribution.FillParams { r := good; r.Signature = "a.b.c"; return r }(), apperr.FraudBadSignature},
+			"another message":       {asHeartbeat, apperr.FraudBadSignature},
+			"another app's key":     {w.signFill(other.pubKey, base, w.now()), apperr.FraudBadSignature},
+			"an unregistered key":   {w.signFill(newKey(t), base, w.now()), apperr.FraudBadSignature},
+			"a revoked key":         {w.signFill(revoked, base, w.now()), apperr.FraudBadSignature},
+			"a bad signature":       {tampered, apperr.FraudBadSignature},
+			"another slot signed":   {otherSlot, apperr.FraudBadSignature},
+			"another device signed": {otherDevice, apperr.FraudBadSignature},
+			"the locale left out":   {noLocale, apperr.FraudBadSignature},
+			"stale":                 {w.signFill(p.pubKey, base, w.now().Add(-skew-time.Second)), apperr.FraudTokenExpired},
+			"from the future":       {w.signFill(p.pubKey, base, w.now().Add(skew+time.Second)), apperr.FraudTokenExpired},
+			"app id with NUL":       {func() attribution.FillParams { r := good; r.PublisherAppID = "app\x00x"; return r }(), apperr.InvalidAppID},
+			"app id too long":       {func() attribution.FillParams { r := good; r.PublisherAppID = strings.Repeat("a", 129); return r }(), apperr.InvalidAppID},
+			"device id of 1 MB":     {func() attribution.FillParams { r := good; r.DeviceID = strings.Repeat("d\x00", 1<<19); return r }(), apperr.InvalidDeviceID},
+			"device id with space":  {func() attribution.FillParams { r := good; r.DeviceID = "dev 1"; return r }(), apperr.InvalidDeviceID},
+			"locale of 1 MB":        {func() attribution.FillParams { r := good; r.Locale = strings.Repeat("de-", 1<<18); return r }(), apperr.InvalidLocale},
+			"locale with NUL":       {func() attribution.FillParams { r := good; r.Locale = "de\x00CH"; return r }(), apperr.InvalidLocale},
+			"slot of 1 MB":          {func() attribution.FillParams { r := good; r.Slot = xpromo.Slot(strings.Repeat("s", 1<<20)); return r }(), apperr.InvalidSlot},
+		} {
+			_, _, err := w.serveFill(tc.req)
+			assert.Equal(t, tc.code, apperr.Code(err), "%s: %v", name, err)
+			if status := apperr.Status(apperr.Code(err)); status < 400 || status > 499 {
+				t.Errorf("%s: status %d", name, status)
+			}
+			if e, ok := err.(*apperr.Error); ok {
+				assert.Less(t, len(e.Message), 400, "%s: the message echoes the refused value whole", name)
+			}
+		}
+
+		// The signed request is served, with both optional fields, and
+		// again within the skew (no replay cache: docs/protocol.md).
+		for range 2 {
+			f, reason, err := w.serveFill(good)
+			require.NoError(t, err)
+			require.Empty(t, reason)
+			assert.Equal(t, p.campaign, f.Offer.CampaignID)
+		}
+		w.clock.Advance(skew)
+		_, _, err = w.serveFill(good)
+		require.NoError(t, err, "at the edge of the skew")
+		w.clock.Advance(time.Second)
+		_, _, err = w.serveFill(good)
+		assert.Equal(t, apperr.FraudTokenExpired, apperr.Code(err))
+
+		// Only the three served fills count as impressions; no refusal
+		// recorded a chain or an event.
+		require.NoError(t, w.attr.FlushFills(w.ctx))
+		st, err := w.srv.Market.Stats(w.ctx, p.adv, xpromo.PeriodLast7Days)
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), st.Impressions)
+		assert.Empty(t, w.outbox(p.pub))
+		assert.Empty(t, w.outbox(p.adv))
+		as, err := w.attr.AppStats(w.ctx, p.adv, w.now().Add(-time.Hour), w.now())
+		require.NoError(t, err)
+		assert.Equal(t, attribution.ChainStats{Impressions: 3, FraudRejected: map[string]int64{}}, as)
 	})
 }
 
 // TestSDKKeys: registration is idempotent per app, a key belongs to one
-// app, revocation stops its signatures, a revoked key never returns.
+// app, revocation stops its signatures (clicks, claims, fills), a revoked
+// key never returns.
 func TestSDKKeys(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		w := newWorld(t, s, attribution.Rules{})
@@ -348,8 +453,10 @@ func TestSDKKeys(t *testing.T) {
 		k, err = w.attr.RevokeSDKKey(w.ctx, p.pub, p.pubKey.ID)
 		require.NoError(t, err)
 		assert.False(t, k.RevokedAt.IsZero())
-		_, _, err = w.attr.Click(w.ctx, w.sign(p.pubKey, w.fill(p.pub), w.now()), residential)
+		_, _, err = w.attr.Click(w.ctx, w.sign(p.pubKey, w.offer(p, "security", 250), w.now()), residential)
 		assertFraud(t, err, attribution.FraudBadSignature)
+		_, _, err = w.fillSlot(p.pub, xpromo.SlotAboutWindow, xpromo.PlatformMac)
+		assert.Equal(t, apperr.FraudBadSignature, apperr.Code(err), "a fill signed with the revoked key")
 		_, err = w.claim(p, tok, "dev-1", time.Minute, residential)
 		assertFraud(t, err, attribution.FraudBadSignature)
 		_, _, err = w.attr.RegisterSDKKey(w.ctx, p.pub, pub)

@@ -2,6 +2,8 @@ package attribution
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -24,13 +26,102 @@ type Fill struct {
 	Award Award
 }
 
-// FillParams is a publisher SDK's fill request.
+// FillParams is a publisher SDK's fill request, as posted: the fields and
+// the signature over them.
 type FillParams struct {
 	PublisherAppID string
 	Slot           xpromo.Slot
 	// Platform is the device's platform: the auction stream is the
 	// publisher's category on it.
 	Platform xpromo.Platform
+	// DeviceID and Locale are optional ("").
+	DeviceID, Locale string
+	// Signature is the request signed with the publisher's SDK key
+	// (sdk/attribution.SignFill).
+	Signature string
+}
+
+// claims are the fields as the signature must cover them.
+func (p FillParams) claims() token.FillClaims {
+	return token.FillClaims{AppID: p.PublisherAppID, Slot: string(p.Slot), Platform: string(p.Platform),
+		DeviceID: p.DeviceID, Locale: p.Locale}
+}
+
+// shown quotes a refused value for an error message, cut to a length a
+// message can carry (a refused field may be a megabyte).
+func shown(s string) string {
+	const max = 40
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// validate checks the shape of each field (no state): the field-specific
+// bounds of the fill endpoint.
+func (p FillParams) validate() error {
+	invalid := func(code, field, format string, args ...any) error {
+		e := apperr.New(code, format, args...)
+		e.Field = field
+		return e
+	}
+	switch {
+	case !token.ValidIdentifier(p.PublisherAppID):
+		return invalid(apperr.InvalidAppID, "app_id", "app_id must be an app id (1 to %d characters of A-Z a-z 0-9 - _ . : ~), not %s", token.MaxIDLen, shown(p.PublisherAppID))
+	case !p.Slot.Valid():
+		return invalid(apperr.InvalidSlot, "slot", "slot must be one of onboarding_complete, update_installed, about_window, settings_idle, before_quit, not %s", shown(string(p.Slot)))
+	case !p.Platform.Valid():
+		return invalid(apperr.InvalidPlatform, "platform", "platform must be mac or win, not %s", shown(string(p.Platform)))
+	case p.DeviceID != "" && !token.ValidIdentifier(p.DeviceID):
+		return invalid(apperr.InvalidDeviceID, "device_id", "device_id must be 1 to %d characters of A-Z a-z 0-9 - _ . : ~, not %s", token.MaxIDLen, shown(p.DeviceID))
+	case p.Locale != "" && !token.ValidLocale(p.Locale):
+		return invalid(apperr.InvalidLocale, "locale", "locale must be a BCP 47 language tag of at most %d characters (e.g. de-CH), not %s", token.MaxLocaleLen, shown(p.Locale))
+	}
+	return nil
+}
+
+// VerifiedFill is a fill request whose fields are valid and whose signature
+// verified under a registered, unrevoked SDK key of its app: the only kind
+// Fill serves. VerifyFill makes them.
+type VerifiedFill struct{ p FillParams }
+
+// AppID is the publisher app the verified request is for.
+func (v VerifiedFill) AppID() string { return v.p.PublisherAppID }
+
+// VerifyFill checks a fill request: the fields' shapes (invalid_app_id,
+// invalid_slot, invalid_platform, invalid_device_id, invalid_locale), then
+// its signature as heartbeats are checked: a well-formed token, signed by
+// a registered, unrevoked SDK key of the app, over exactly these fields
+// (fraud_bad_signature), within the clock skew of now
+// (fraud_token_expired). It writes nothing: keys come from the cache, and
+// a refusal records no chain. There is no replay cache: a signed request
+// sent again within the skew counts again (docs/protocol.md says why).
+func (s *Service) VerifyFill(ctx context.Context, p FillParams) (VerifiedFill, error) {
+	if err := p.validate(); err != nil {
+		return VerifiedFill{}, err
+	}
+	f, err := token.ParseFill(p.Signature)
+	if err != nil {
+		return VerifiedFill{}, fraudError(FraudBadSignature, "fill request: "+tokenErrorMessage(err), "")
+	}
+	now := s.now()
+	key, found, err := s.sdkKey(ctx, f.Header.Kid)
+	if err != nil {
+		return VerifiedFill{}, err
+	}
+	if !found || key.AppID != p.PublisherAppID || key.Revoked(now) {
+		return VerifiedFill{}, fraudError(FraudBadSignature, fmt.Sprintf("fill request: SDK key %s is not a registered, unrevoked key of app %s", f.Header.Kid, p.PublisherAppID), "")
+	}
+	if err := f.Verify(key.PublicKey); err != nil {
+		return VerifiedFill{}, fraudError(FraudBadSignature, "fill request: "+tokenErrorMessage(err), "")
+	}
+	if err := f.Covers(p.claims()); err != nil {
+		return VerifiedFill{}, fraudError(FraudBadSignature, "fill request: "+tokenErrorMessage(err), "")
+	}
+	if err := f.CheckTime(now, s.Rules.withDefaults().ClockSkew); err != nil {
+		return VerifiedFill{}, fraudError(FraudTokenExpired, "fill request: "+tokenErrorMessage(err), "")
+	}
+	return VerifiedFill{p: p}, nil
 }
 
 // fillableStatuses are the publisher statuses that may show creatives: an
@@ -38,22 +129,16 @@ type FillParams struct {
 var fillableStatuses = []xpromo.AppStatus{xpromo.AppStatusApproved, xpromo.AppStatusThrottled, xpromo.AppStatusLive}
 
 // Fill runs the auction for a slot of the publisher and seals the winner's
-// offer. It writes nothing to the database: the offer is bound to the
-// server by its MAC, and fills are counted in memory (FlushFills stores the
-// counts). Nothing to show is not an error: reason says why
-// (publisher_not_eligible: the publisher is pending, rejected, suspended or
-// has no category; no_eligible_campaign: the auction found none). A
-// publisher app that does not exist is not_found.
-func (s *Service) Fill(ctx context.Context, p FillParams) (f Fill, reason xpromo.NoFillReason, err error) {
-	if !p.Slot.Valid() {
-		e := apperr.New(apperr.InvalidSlot, "slot must be one of onboarding_complete, update_installed, about_window, settings_idle, before_quit, not %q", p.Slot)
-		e.Field = "slot"
-		return Fill{}, "", e
-	}
-	if !p.Platform.Valid() {
-		e := apperr.New(apperr.InvalidPlatform, "platform must be mac or win, not %q", p.Platform)
-		e.Field = "platform"
-		return Fill{}, "", e
+// offer, for a request VerifyFill accepted. It writes nothing to the
+// database: the offer is bound to the server by its MAC, and fills are
+// counted in memory (FlushFills stores the counts). Nothing to show is not
+// an error: reason says why (publisher_not_eligible: the publisher is
+// pending, rejected, suspended or has no category; no_eligible_campaign:
+// the auction found none).
+func (s *Service) Fill(ctx context.Context, v VerifiedFill) (f Fill, reason xpromo.NoFillReason, err error) {
+	p := v.p
+	if p.PublisherAppID == "" {
+		return Fill{}, "", errors.New("attribution: Fill of a request VerifyFill did not accept")
 	}
 	pub, found, err := s.app(ctx, p.PublisherAppID)
 	if err != nil {

@@ -44,6 +44,9 @@ type world struct {
 	attr   *attribution.Service
 	ledger *ledger.Ledger
 	seq    atomic.Int64
+
+	keysMu sync.Mutex
+	keys   map[string]token.KeyPair // the SDK key key() registered last, by app
 }
 
 // residential is an address no datacenter rule matches (EXAMPLE-RESIDENTIAL
@@ -115,7 +118,59 @@ func (w *world) key(appID string) token.KeyPair {
 	_, created, err := w.attr.RegisterSDKKey(w.ctx, appID, token.EncodePublicKey(kp.Public))
 	require.NoError(w.t, err)
 	require.True(w.t, created)
+	w.keysMu.Lock()
+	if w.keys == nil {
+		w.keys = map[string]token.KeyPair{}
+	}
+	w.keys[appID] = kp
+	w.keysMu.Unlock()
 	return kp
+}
+
+// sdkKey is the SDK key appID signs with: the last key() registered, or a
+// new one.
+func (w *world) sdkKey(appID string) token.KeyPair {
+	w.t.Helper()
+	w.keysMu.Lock()
+	kp, ok := w.keys[appID]
+	w.keysMu.Unlock()
+	if ok {
+		return kp
+	}
+	return w.key(appID)
+}
+
+// fillRequest is pub's fill request for slot on platform, signed now with
+// pub's SDK key, as the publisher's SDK sends it.
+func (w *world) fillRequest(pub string, slot xpromo.Slot, platform xpromo.Platform) attribution.FillParams {
+	w.t.Helper()
+	return w.signFill(w.sdkKey(pub), attribution.FillParams{PublisherAppID: pub, Slot: slot, Platform: platform}, w.now())
+}
+
+// signFill signs p's fields with kp at `at`.
+func (w *world) signFill(kp token.KeyPair, p attribution.FillParams, at time.Time) attribution.FillParams {
+	w.t.Helper()
+	sig, err := token.SignFill(kp.Private, kp.ID, token.FillClaims{AppID: p.PublisherAppID, Slot: string(p.Slot),
+		Platform: string(p.Platform), DeviceID: p.DeviceID, Locale: p.Locale, IssuedAt: at.Unix()})
+	require.NoError(w.t, err)
+	p.Signature = sig
+	return p
+}
+
+// serveFill verifies a fill request and serves it, as POST /v1/sdk/fill
+// does.
+func (w *world) serveFill(p attribution.FillParams) (attribution.Fill, xpromo.NoFillReason, error) {
+	v, err := w.attr.VerifyFill(w.ctx, p)
+	if err != nil {
+		return attribution.Fill{}, "", err
+	}
+	return w.attr.Fill(w.ctx, v)
+}
+
+// fillSlot is pub's signed fill of slot on platform, served.
+func (w *world) fillSlot(pub string, slot xpromo.Slot, platform xpromo.Platform) (attribution.Fill, xpromo.NoFillReason, error) {
+	w.t.Helper()
+	return w.serveFill(w.fillRequest(pub, slot, platform))
 }
 
 func (w *world) now() time.Time { return w.srv.Clock.Now() }
@@ -123,7 +178,7 @@ func (w *world) now() time.Time { return w.srv.Clock.Now() }
 // fill asks for a creative in pub's slot and requires one.
 func (w *world) fill(pub string) token.Offer {
 	w.t.Helper()
-	f, reason, err := w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+	f, reason, err := w.fillSlot(pub, xpromo.SlotAboutWindow, xpromo.PlatformMac)
 	require.NoError(w.t, err)
 	require.Empty(w.t, reason, "want a fill")
 	return f.Offer

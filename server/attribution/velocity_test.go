@@ -91,7 +91,7 @@ func testVelocityRefusalsKeepFills(t *testing.T, live, rebuilds bool) {
 		// accepted installs alone reach the budget.
 		fresh := 0
 		for {
-			f, reason, err := w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: p.pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+			f, reason, err := w.fillSlot(p.pub, xpromo.SlotAboutWindow, xpromo.PlatformMac)
 			require.NoError(t, err)
 			if reason != "" {
 				require.Equal(t, xpromo.NoFillNoCampaign, reason)
@@ -111,7 +111,7 @@ func testVelocityRefusalsKeepFills(t *testing.T, live, rebuilds bool) {
 		assert.Positive(t, fresh, "fills go on after the velocity refusals")
 		// A rebuild from the store agrees: nothing left.
 		w.srv.Market.Invalidate()
-		_, reason, err := w.attr.Fill(w.ctx, attribution.FillParams{PublisherAppID: p.pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+		_, reason, err := w.fillSlot(p.pub, xpromo.SlotAboutWindow, xpromo.PlatformMac)
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.NoFillNoCampaign, reason)
 		// Stopped by the limit, not by the refusals: less than a floor left.

@@ -27,7 +27,8 @@ type TestClock interface {
 
 // FillPolicy is the per-app budget of POST /v1/sdk/fill, on top of the
 // per-IP write limit every public POST has: a publisher's installed base
-// shares it, so it is generous.
+// shares it, so it is generous. Only fills whose signature verified spend
+// it.
 var FillPolicy = ratelimit.Policy{Name: "sdk_fill", Limit: 6000, Window: time.Minute}
 
 // mountSDK: SDK key registration, the SDK endpoints under /v1/sdk/, chains,
@@ -184,11 +185,12 @@ func (s *Server) getChain(w http.ResponseWriter, r *http.Request) {
 
 // fillBody is xpromo.FillRequest with pointers for the required fields.
 type fillBody struct {
-	AppID    *string `json:"app_id"`
-	Slot     *string `json:"slot"`
-	Platform *string `json:"platform"`
-	DeviceID string  `json:"device_id"`
-	Locale   string  `json:"locale"`
+	AppID     *string `json:"app_id"`
+	Slot      *string `json:"slot"`
+	Platform  *string `json:"platform"`
+	DeviceID  string  `json:"device_id"`
+	Locale    string  `json:"locale"`
+	Signature *string `json:"signature"`
 }
 
 // allowApp applies an extra per-app budget (policy) to an SDK request; the
@@ -222,17 +224,26 @@ func (s *Server) sdkFill(w http.ResponseWriter, r *http.Request) {
 		err = missing("slot")
 	case body.Platform == nil:
 		err = missing("platform")
+	case body.Signature == nil || *body.Signature == "":
+		err = missing("signature")
+	}
+	var v attribution.VerifiedFill
+	if err == nil {
+		v, err = s.services.Attribution.VerifyFill(r.Context(), attribution.FillParams{
+			PublisherAppID: *body.AppID, Slot: xpromo.Slot(*body.Slot), Platform: xpromo.Platform(*body.Platform),
+			DeviceID: body.DeviceID, Locale: body.Locale, Signature: *body.Signature,
+		})
 	}
 	if err == nil {
-		err = s.allowApp(r.Context(), *body.AppID, FillPolicy)
+		// Only the app's own SDK spends its fill budget: the signature
+		// verified first.
+		err = s.allowApp(r.Context(), v.AppID(), FillPolicy)
 	}
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	f, reason, err := s.services.Attribution.Fill(r.Context(), attribution.FillParams{
-		PublisherAppID: *body.AppID, Slot: xpromo.Slot(*body.Slot), Platform: xpromo.Platform(*body.Platform),
-	})
+	f, reason, err := s.services.Attribution.Fill(r.Context(), v)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -25,7 +25,10 @@ const (
 
 // goLive plays installs of every advertiser to clearing until all are live.
 func goLive(ctx context.Context, op *xpromo.Client, f *Fixture, forwardedFor bool) error {
-	g := &generator{op: op, f: f, cfg: RunConfig{Concurrency: 1, ForwardedFor: forwardedFor}}
+	// The warm-up fills the slots of the claim scenario's publishers: the
+	// fill scenario's budget stays whole, and the warm-up's few hundred
+	// fills leave the claim scenario most of its own.
+	g := &generator{op: op, f: f, cfg: RunConfig{Scenario: ScenarioClaim, Concurrency: 1, ForwardedFor: forwardedFor}}
 	for range liveRounds {
 		pending := map[string]bool{}
 		for id := range f.Advertisers {

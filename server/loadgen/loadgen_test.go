@@ -40,6 +40,17 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: 2, Advertisers: 2, TopUps: 2, ForwardedFor: true})
 	require.NoError(t, err)
 	require.Len(t, f.Advertisers, 2)
+	// Each scenario that fills has publishers of its own: one scenario
+	// never spends another's fill budget (6,000 a minute per app).
+	seen := map[string]string{}
+	for _, sc := range []string{loadgen.ScenarioFill, loadgen.ScenarioClaim, loadgen.ScenarioMixed} {
+		require.Len(t, f.Fillers[sc], 2, sc)
+		for _, p := range f.Fillers[sc] {
+			require.Empty(t, seen[p.ID], "publisher %s fills for %s and %s", p.ID, seen[p.ID], sc)
+			seen[p.ID] = sc
+		}
+	}
+	require.Len(t, f.Publishers, 6)
 	for id := range f.Advertisers {
 		a, err := op.AdminGetApp(ctx, id)
 		require.NoError(t, err)

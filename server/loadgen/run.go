@@ -24,6 +24,10 @@ const (
 // Scenarios lists them in the order `make loadgen` runs them.
 var Scenarios = []string{ScenarioFill, ScenarioClaim, ScenarioLedger, ScenarioMixed}
 
+// fillingScenarios are the scenarios that fill slots: each has publishers
+// of its own (Fixture.Fillers).
+var fillingScenarios = []string{ScenarioFill, ScenarioClaim, ScenarioMixed}
+
 // The measured operations, and the endpoint of each.
 const (
 	OpFill    = "fill"
@@ -84,7 +88,7 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 	if cfg.LedgerPage <= 0 {
 		cfg.LedgerPage = 20
 	}
-	g := &generator{op: op, f: f, cfg: cfg, rec: NewRecorder()}
+	g := &generator{op: op, f: f, cfg: cfg, rec: NewRecorder(), signed: &presigned{}}
 	g.pace = newPacer(ctx, cfg.Rate)
 	var measured time.Duration
 	var err error
@@ -111,11 +115,18 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 }
 
 type generator struct {
-	op   *xpromo.Client
-	f    *Fixture
-	cfg  RunConfig
-	rec  *Recorder
-	pace func(context.Context) bool
+	op     *xpromo.Client
+	f      *Fixture
+	cfg    RunConfig
+	rec    *Recorder
+	pace   func(context.Context) bool
+	signed *presigned // the measured fills' requests
+}
+
+// publisher is one of the scenario's publishers, at random.
+func (g *generator) publisher() *App {
+	pubs := g.f.Fillers[g.cfg.Scenario]
+	return pubs[rand.IntN(len(pubs))]
 }
 
 // click is a reported click, waiting for its install claim.
@@ -184,8 +195,12 @@ func cmp(a, b error) error {
 // click plays a publisher SDK: a fill, the user's click signed, reported.
 func (g *generator) click(ctx context.Context) (click, error) {
 	dev, opts := g.device()
-	pub := g.f.Publishers[rand.IntN(len(g.f.Publishers))]
-	fill, err := g.op.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts...)
+	pub := g.publisher()
+	req := &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}
+	if err := req.Sign(pub.Key, g.f.clock.Now()); err != nil {
+		return click{}, err
+	}
+	fill, err := g.op.SDKFill(ctx, req, opts...)
 	if err != nil {
 		return click{}, fmt.Errorf("fill: %w", err)
 	}
@@ -281,14 +296,64 @@ func (g *generator) measure(ctx context.Context, d time.Duration, pool chan clic
 	return time.Since(start)
 }
 
+// fill sends one of the requests signed ahead (presigned), so that the
+// generator's own signing stays out of the measured time.
 func (g *generator) fill(ctx context.Context) error {
-	dev, opts := g.device()
-	pub := g.f.Publishers[rand.IntN(len(g.f.Publishers))]
-	r, err := g.op.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts...)
+	f, err := g.signed.next(g)
+	if err != nil {
+		return err
+	}
+	r, err := g.op.SDKFill(ctx, &f.req, f.opts...)
 	if err == nil && !r.Filled {
 		return &noFillError{reason: deref(r.NoFillReason)}
 	}
 	return err
+}
+
+// presigned holds fill requests signed ahead, devicesPerPublisher for each
+// of the scenario's publishers, each from a device of its own (its address
+// too), signed again once they are presignedFor old by the server's clock:
+// the server refuses a request signed more than the clock skew (2 minutes)
+// before its clock, and the claim rounds move that clock. A request may be
+// sent many times within the skew: the server keeps no replay cache
+// (docs/protocol.md), so this is what a publisher's SDK retrying looks
+// like, and each is counted as a fill.
+type presigned struct {
+	mu       sync.Mutex
+	signedAt time.Time // server clock
+	fills    []signedFill
+	n        atomic.Uint64
+}
+
+type signedFill struct {
+	req  xpromo.FillRequest
+	opts []xpromo.CallOption
+}
+
+const (
+	devicesPerPublisher = 64
+	presignedFor        = time.Minute
+)
+
+// next returns the next request, signing the set again when it is due.
+func (p *presigned) next(g *generator) (signedFill, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := g.f.clock.Now(); p.fills == nil || now.Sub(p.signedAt) >= presignedFor || now.Before(p.signedAt) {
+		var fills []signedFill
+		for _, pub := range g.f.Fillers[g.cfg.Scenario] {
+			for range devicesPerPublisher {
+				dev, opts := g.device()
+				f := signedFill{req: xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts: opts}
+				if err := f.req.Sign(pub.Key, now); err != nil {
+					return signedFill{}, err
+				}
+				fills = append(fills, f)
+			}
+		}
+		p.fills, p.signedAt = fills, now
+	}
+	return p.fills[p.n.Add(1)%uint64(len(p.fills))], nil
 }
 
 // claim countersigns c now (unmeasured) and returns the measured request:
@@ -338,7 +403,9 @@ func deref[T ~string](p *T) string {
 
 // newPacer returns the gate every request passes: with rate > 0 it lets
 // rate requests a second through, over all workers; it reports false once
-// ctx is done.
+// ctx is done. A done context always wins: select picks at random among
+// ready cases, so a timer that fired by then must not let one more request
+// through.
 func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 	if rate <= 0 {
 		return func(ctx context.Context) bool { return ctx.Err() == nil }
@@ -347,6 +414,9 @@ func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 	var mu sync.Mutex
 	next := time.Now()
 	return func(ctx context.Context) bool {
+		if ctx.Err() != nil {
+			return false // and takes no slot from the other workers
+		}
 		mu.Lock()
 		now := time.Now()
 		if next.Before(now) {
@@ -361,7 +431,7 @@ func newPacer(ctx context.Context, rate float64) func(context.Context) bool {
 		case <-ctx.Done():
 			return false
 		case <-t.C:
-			return true
+			return ctx.Err() == nil
 		}
 	}
 }

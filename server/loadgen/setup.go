@@ -25,8 +25,15 @@ type App struct {
 // Fixture is what Setup built on the server: publishers selling slots in
 // Category, advertisers buying it with funded campaigns.
 type Fixture struct {
-	Category    string
-	Publishers  []*App
+	Category string
+	// Publishers are every publisher app: SetupConfig.Publishers for each
+	// scenario that fills (Fillers).
+	Publishers []*App
+	// Fillers are the publishers each scenario fills the slots of, by
+	// scenario (fill, claim, mixed): the server allows each app 6,000 fills
+	// a minute (httpapi.FillPolicy), so a scenario run right after another
+	// must not find its publishers' budget spent by the one before.
+	Fillers     map[string][]*App
 	Advertisers map[string]*App // by app id: the fill's offer names its advertiser
 	// Apps are all of them, for the ledger scenario.
 	Apps []*App
@@ -40,7 +47,10 @@ type Fixture struct {
 
 // SetupConfig sizes the fixture.
 type SetupConfig struct {
-	Publishers, Advertisers int
+	// Publishers is how many publisher apps each scenario that fills gets
+	// of its own; each takes 6,000 fills a minute at most.
+	Publishers  int
+	Advertisers int
 	// Category is the rate-card category everything trades in; "" takes
 	// the rate card's first.
 	Category string
@@ -76,7 +86,7 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 	if !state.TestMode {
 		return nil, errors.New("the server is not in test mode: the claim scenario advances its clock and the setup pays test checkouts")
 	}
-	f := &Fixture{Category: cfg.Category, Advertisers: map[string]*App{}}
+	f := &Fixture{Category: cfg.Category, Fillers: map[string][]*App{}, Advertisers: map[string]*App{}}
 	f.clock.follow(state.Now)
 	if f.Category == "" {
 		card, err := op.GetRateCard(ctx)
@@ -111,13 +121,16 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 		}
 		return a, nil
 	}
-	for i := range cfg.Publishers {
-		a, err := register("pub", i, f.Category)
-		if err != nil {
-			return nil, err
+	for _, sc := range fillingScenarios {
+		for i := range cfg.Publishers {
+			a, err := register("pub"+sc, i, f.Category)
+			if err != nil {
+				return nil, err
+			}
+			f.Fillers[sc] = append(f.Fillers[sc], a)
+			f.Publishers = append(f.Publishers, a)
+			f.Apps = append(f.Apps, a)
 		}
-		f.Publishers = append(f.Publishers, a)
-		f.Apps = append(f.Apps, a)
 	}
 	for i := range cfg.Advertisers {
 		a, err := register("adv", i, "")
@@ -151,7 +164,12 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 	// One fill alone rebuilds the server's delivery index, which still
 	// caps the advertisers: concurrent fills during that rebuild would use
 	// the capped index and find no eligible campaign.
-	if _, err := op.SDKFill(ctx, &xpromo.FillRequest{AppID: f.Publishers[0].ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac}); err != nil {
+	pub := f.Fillers[ScenarioClaim][0]
+	prime := &xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac}
+	if err := prime.Sign(pub.Key, f.clock.Now()); err != nil {
+		return nil, err
+	}
+	if _, err := op.SDKFill(ctx, prime); err != nil {
 		return nil, fmt.Errorf("priming fill: %w", err)
 	}
 	return f, nil

@@ -700,6 +700,8 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 			StatusHistory: []xpromo.StatusChange{{To: xpromo.AppStatusPending, Reason: "registered", Actor: "system", At: now}}}},
 		{"AuditPage", xpromo.AuditPage{}},
 		{"AuditPage", xpromo.AuditPage{Entries: []xpromo.AuditEntry{{ID: "aud_1", Actor: "admin", Action: "app.approve", Subject: "app_1", Detail: json.RawMessage(`{"to":"approved"}`), At: now}}}},
+		{"FillRequest", xpromo.FillRequest{AppID: "app_1", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac, Signature: "h.p.s"}},
+		{"FillRequest", xpromo.FillRequest{AppID: "app_1", Slot: xpromo.SlotBeforeQuit, Platform: xpromo.PlatformWin, DeviceID: "dev_Zk3pV0m2", Locale: "zh-Hant-TW", Signature: "h.p.s"}},
 		{"Error", xpromo.ErrorResponse{Error: xpromo.ErrorBody{Code: "not_found", Message: "m"}}},
 		{"Error", xpromo.ErrorResponse{Error: xpromo.ErrorBody{Code: "rate_limited", Message: "m", RetryAfter: &now}}},
 	}
@@ -728,6 +730,9 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 		{"RateCard", `{"currency":"USD","take_rate":0.3,"credit_bonus":1.2,"categories":[],"reserved_floor_share":0.3,"pricing_model":"floor_plus_second_price"}`, "currency constant"},
 		{"X402Challenge", `{"x402Version":2,"accepts":[],"resource":"https://x/y","error":""}`, "version 1 only"},
 		{"Error", `{"error":{"code":"x","message":"m"}}`, "retry_after required"},
+		{"FillRequest", `{"app_id":"app_1","slot":"about_window","platform":"mac"}`, "signature required"},
+		{"FillRequest", `{"app_id":"app 1","slot":"about_window","platform":"mac","signature":"s"}`, "app_id not an identifier"},
+		{"FillRequest", `{"app_id":"app_1","slot":"about_window","platform":"mac","locale":"de_CH","signature":"s"}`, "locale not a tag"},
 	}
 	for _, c := range invalid {
 		var v any

@@ -49,6 +49,15 @@ func (a *api) register(name, bundle, category string) sdkApp {
 	return app
 }
 
+// fillRequest is app's fill request for slot, signed now (the server's
+// clock) with its SDK key, as the publisher's SDK sends it.
+func (a *api) fillRequest(app sdkApp, slot xpromo.Slot) xpromo.FillRequest {
+	a.t.Helper()
+	r := xpromo.FillRequest{AppID: app.id, Slot: slot, Platform: xpromo.PlatformMac}
+	require.NoError(a.t, r.Sign(app.sdk, a.serverNow()))
+	return r
+}
+
 // topUp pays a top-up through the test checkout page.
 func (a *api) topUp(app sdkApp, cents int64) {
 	a.t.Helper()
@@ -132,7 +141,7 @@ func TestAttributionEndToEnd(t *testing.T) {
 				a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{category}, "daily_budget_cents": 5000}))
 
 				// Fill: the publisher's SDK gets the creative and the sealed offer.
-				fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", xpromo.FillRequest{AppID: pub.id, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac})))
+				fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
 				require.True(t, fill.Filled, "%+v", fill)
 				assert.Equal(t, adv.id, fill.Creative.AdvertiserAppID)
 				assert.Equal(t, price, fill.Offer.PriceCents)
@@ -210,9 +219,9 @@ func TestAttributionEndToEnd(t *testing.T) {
 
 // contractAttribution exercises attribution's operations for TestContract:
 // SDK keys, the SDK endpoints, chains, the test clock and the sweep, with
-// their main refusals. noCategory is an app registered without a category;
-// strangerKey the API key of an app outside the chain.
-func contractAttribution(t *testing.T, a *api, noCategory, strangerKey string) {
+// their main refusals. strangerKey is the API key of an app outside the
+// chain.
+func contractAttribution(t *testing.T, a *api, strangerKey string) {
 	pub := a.register("SDKPub", "com.example.sdkpub", "utilities")
 	adv := a.register("SDKAdv", "com.example.sdkadv", "")
 	a.topUp(adv, 10_000)
@@ -227,16 +236,23 @@ func contractAttribution(t *testing.T, a *api, noCategory, strangerKey string) {
 	assert.Equal(t, "invalid_public_key", a.expect(422, a.do("POST", "/v1/apps/"+pub.id+"/sdk-keys", pub.key, map[string]any{"public_key": "AAAA"})).code(t))
 	a.expect(404, a.do("POST", "/v1/apps/"+pub.id+"/sdk-keys", adv.key, map[string]any{"public_key": token.EncodePublicKey(pub.sdk.Public)}))
 
-	// Fill.
-	fill := func(app string, slot xpromo.Slot) reply {
-		return a.do("POST", "/v1/sdk/fill", "", xpromo.FillRequest{AppID: app, Slot: slot, Platform: xpromo.PlatformMac})
+	// Fill, signed by the publisher's SDK key.
+	fill := func(app sdkApp, slot xpromo.Slot) reply {
+		return a.do("POST", "/v1/sdk/fill", "", a.fillRequest(app, slot))
 	}
-	none := decode[xpromo.FillResponse](t, a.expect(200, fill(noCategory, xpromo.SlotAboutWindow)))
+	bare := a.register("SDKBare", "com.example.sdkbare", "") // approved, no category
+	none := decode[xpromo.FillResponse](t, a.expect(200, fill(bare, xpromo.SlotAboutWindow)))
 	assert.False(t, none.Filled)
 	assert.Equal(t, xpromo.NoFillPublisherNotEligible, *none.NoFillReason)
-	assert.Equal(t, "invalid_slot", a.expect(422, fill(pub.id, "splash")).code(t))
-	a.expect(404, fill("app_missing", xpromo.SlotAboutWindow))
-	f := decode[xpromo.FillResponse](t, a.expect(200, fill(pub.id, xpromo.SlotSettingsIdle)))
+	assert.Equal(t, "invalid_slot", a.expect(422, fill(pub, "splash")).code(t))
+	unsigned := xpromo.FillRequest{AppID: pub.id, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac}
+	assert.Equal(t, "missing_field", a.expect(422, a.do("POST", "/v1/sdk/fill", "", unsigned)).code(t))
+	forged := a.fillRequest(adv, xpromo.SlotAboutWindow) // the advertiser's key, signing for pub
+	forged.AppID = pub.id
+	assert.Equal(t, "fraud_bad_signature", a.expect(403, a.do("POST", "/v1/sdk/fill", "", forged)).code(t))
+	missing := a.fillRequest(sdkApp{id: "app_missing", sdk: pub.sdk}, xpromo.SlotAboutWindow)
+	assert.Equal(t, "fraud_bad_signature", a.expect(403, a.do("POST", "/v1/sdk/fill", "", missing)).code(t))
+	f := decode[xpromo.FillResponse](t, a.expect(200, fill(pub, xpromo.SlotSettingsIdle)))
 	require.True(t, f.Filled)
 
 	// Click, then the install a minute later.
@@ -293,7 +309,7 @@ func TestTrustedProxy(t *testing.T) {
 	a.topUp(adv, 10_000)
 	a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"games"}, "daily_budget_cents": 5000}))
 	install := func(client string) reply {
-		fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", xpromo.FillRequest{AppID: pub.id, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})))
+		fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotAboutWindow))))
 		require.True(t, fill.Filled)
 		tok, err := token.SignClick(pub.sdk.Private, pub.sdk.ID, token.NewClickClaims(*fill.Offer, a.serverNow()))
 		require.NoError(t, err)
@@ -343,7 +359,12 @@ func TestOfferSecretRotation(t *testing.T) {
 	_, err = old.Market.CreateCampaign(ctx, adv, market.CreateCampaignRequest{AppID: adv, Categories: []string{"games"}, DailyBudgetCents: 5000})
 	require.NoError(t, err)
 
-	f, reason, err := old.Attribution.Fill(ctx, attribution.FillParams{PublisherAppID: pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+	req := attribution.FillParams{PublisherAppID: pub, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac}
+	req.Signature, err = token.SignFill(pubKey.Private, pubKey.ID, token.FillClaims{AppID: pub, Slot: string(req.Slot), Platform: string(req.Platform), IssuedAt: time.Now().Unix()})
+	require.NoError(t, err)
+	v, err := old.Attribution.VerifyFill(ctx, req)
+	require.NoError(t, err)
+	f, reason, err := old.Attribution.Fill(ctx, v)
 	require.NoError(t, err)
 	require.Empty(t, reason)
 	tok, err := token.SignClick(pubKey.Private, pubKey.ID, token.NewClickClaims(f.Offer, time.Now()))

@@ -256,7 +256,7 @@ func TestContract(t *testing.T) {
 		rotated := a.expect(201, a.do("POST", "/v1/apps/"+advID+"/keys/rotate", advKey, nil)).json(t)
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/score", rotated["api_key"].(string), nil))
 
-		contractAttribution(t, a, pubID, pubKey)
+		contractAttribution(t, a, pubKey)
 
 		// /mcp is the MCP endpoint: JSON-RPC over the Streamable HTTP
 		// transport, whose messages, statuses and media types the MCP

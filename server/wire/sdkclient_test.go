@@ -505,9 +505,17 @@ func TestSDKClientAttribution(t *testing.T) {
 
 		// The publisher's SDK fills a slot and reports the click. pubC holds
 		// an API key and the admin token: neither is sent.
-		_, err = pubC.SDKFill(ctx, &xpromo.FillRequest{AppID: "app_missing", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
-		sdkErr(t, err, 404, xpromo.CodeNotFound)
-		fill, err := pubC.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.AppID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: "device-1"})
+		// Every fill is signed with the publisher's SDK key: an unsigned one,
+		// or one for an app the key is not registered to, is refused.
+		_, err = pubC.SDKFill(ctx, &xpromo.FillRequest{AppID: pub.AppID, Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac})
+		sdkErr(t, err, 422, "missing_field")
+		other := &xpromo.FillRequest{AppID: "app_missing", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac}
+		require.NoError(t, other.Sign(pubKey, t0))
+		_, err = pubC.SDKFill(ctx, other)
+		sdkErr(t, err, 403, string(xpromo.FraudBadSignature))
+		req := &xpromo.FillRequest{AppID: pub.AppID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: "device-1"}
+		require.NoError(t, req.Sign(pubKey, t0))
+		fill, err := pubC.SDKFill(ctx, req)
 		require.NoError(t, err)
 		require.True(t, fill.Filled, "%+v", fill)
 		require.NotNil(t, fill.Offer)

@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	duration := fs.Duration("duration", 10*time.Second, "measured time of each scenario")
 	concurrency := fs.Int("concurrency", 8, "concurrent workers")
 	rate := fs.Float64("rate", 0, "requests per second over all workers; 0: as fast as the server answers")
-	publishers := fs.Int("publishers", 4, "publisher apps to register")
+	publishers := fs.Int("publishers", 4, "publisher apps to register for each scenario that fills (fill, claim, mixed); the server allows each 6,000 fills a minute, so a fill run of r fills/s needs at least r/100 of them")
 	advertisers := fs.Int("advertisers", 4, "advertiser apps to register, each funded with a campaign")
 	topups := fs.Int("topups", 10, "test top-ups per advertiser (ledger lines for the ledger scenario)")
 	category := fs.String("category", "", "category everything trades in; empty: the rate card's first")
@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		xpromo.WithRetries(0),
 		xpromo.WithUserAgent("xpromo-loadgen"))
 
-	fmt.Fprintf(stderr, "xpromo-loadgen: setting up %d publishers and %d advertisers on %s...\n", *publishers, *advertisers, *baseURL)
+	fmt.Fprintf(stderr, "xpromo-loadgen: setting up %d publishers per filling scenario and %d advertisers on %s...\n", *publishers, *advertisers, *baseURL)
 	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: *publishers, Advertisers: *advertisers, Category: *category, TopUps: *topups, ForwardedFor: *forwarded})
 	if err != nil {
 		fmt.Fprintf(stderr, "xpromo-loadgen: setup: %v\n", err)
