@@ -220,6 +220,9 @@ type Tx interface {
 	// ChainByNonce returns the chain of an offer nonce; with lock, the row
 	// stays locked (FOR UPDATE) until the transaction ends.
 	ChainByNonce(ctx context.Context, nonce string, lock bool) (Chain, bool, error)
+	// RefusalRecord returns the rejected chain recording a refused message
+	// about the offer nonce for reason, if one was recorded.
+	RefusalRecord(ctx context.Context, nonce, reason string) (Chain, bool, error)
 	// ChainByTokenHash returns the chain whose click token has this hash
 	// (refused-claim records excluded), locked with lock.
 	ChainByTokenHash(ctx context.Context, th string, lock bool) (Chain, bool, error)

@@ -98,10 +98,26 @@ func (r refusal) record(now time.Time) Chain {
 func unixTime(s int64) time.Time { return time.Unix(s, 0).UTC() }
 
 // refuse records r in a transaction of its own and returns its error.
+//
+// What unauthenticated garbage can write is bounded: a message whose offer
+// MAC does not verify names nothing the server issued, so it is answered
+// and logged but not stored (anyone can send such messages at any rate);
+// a message about a real offer is recorded once per offer and reason, and
+// its repetitions answer that first record.
 func (s *Service) refuse(ctx context.Context, r refusal) error {
+	if !r.offerOK {
+		s.log().Info("attribution message refused (not recorded: it names no offer of this server)", "code", r.code, "detail", r.msg)
+		return fraudError(r.code, r.msg, "")
+	}
 	now := s.now()
 	rec := r.record(now)
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		rec = r.record(now)
+		first, found, err := tx.RefusalRecord(ctx, rec.ClaimedNonce, rec.Reason)
+		if err != nil || found {
+			rec = first
+			return err
+		}
 		if _, err := tx.InsertChain(ctx, rec); err != nil {
 			return err
 		}

@@ -33,6 +33,12 @@ func countersignAny(t *testing.T, kp token.KeyPair, tok, device string, at time.
 	return input + "." + base64.RawURLEncoding.EncodeToString(ed25519.Sign(kp.Private, []byte(input)))
 }
 
+// chainOf is the rejected chain a refusal's message names.
+func chainOf(msg string) string {
+	_, id, _ := strings.Cut(msg, "(recorded as rejected chain ")
+	return strings.TrimSuffix(id, ")")
+}
+
 // TestFraudRules shows each fraud code: the claim is refused with it (403),
 // and it is counted in the advertiser's Stats.fraud_rejected. A refusal
 // before the claim is authenticated leaves the chain claimable; a fraud
@@ -70,7 +76,7 @@ func TestFraudRules(t *testing.T) {
 			o := w.offer(p, "productivity", price)
 			o.PriceCents = 9_999
 			_, _, err = w.attr.Click(w.ctx, w.sign(p.pubKey, o, w.now()), residential)
-			assertFraud(t, err, attribution.FraudBadSignature) // no verified app: counted on the network only
+			assertFraud(t, err, attribution.FraudBadSignature) // names no offer of the server: not recorded
 			// A token that is not a token.
 			_, _, err = w.attr.Click(w.ctx, "eyJhbGciOiJub25lIn0.e30.", residential)
 			assertFraud(t, err, attribution.FraudBadSignature)
@@ -91,14 +97,21 @@ func TestFraudRules(t *testing.T) {
 			// Signed by the publisher's key in the advertiser's name.
 			_, err := claimAs(tok, p.pubKey, p.adv, "dev-cs", 30*time.Second, residential)
 			expect(attribution.FraudBadCountersignature, err)
-			// A countersignature of another click token.
+			first := err.(*apperr.Error).Message
+			// A countersignature of another click token, then garbage: refused
+			// alike, and answered with the first record of this offer and
+			// reason (what a stranger holding a click token can write is one
+			// row per reason, not one per request).
 			other := fresh()
 			cs := w.countersign(p.advKey, other, "dev-cs", w.now(), p.adv)
 			_, _, err = w.attr.Install(w.ctx, attribution.Claim{Token: tok, Countersignature: cs, IP: residential})
-			expect(attribution.FraudBadCountersignature, err)
-			// Garbage.
-			_, _, err = w.attr.Install(w.ctx, attribution.Claim{Token: tok, Countersignature: "x.y.z", IP: residential})
-			expect(attribution.FraudBadCountersignature, err)
+			assertFraud(t, err, attribution.FraudBadCountersignature)
+			for range 3 {
+				_, _, err = w.attr.Install(w.ctx, attribution.Claim{Token: tok, Countersignature: "x.y.z", IP: residential})
+				assertFraud(t, err, attribution.FraudBadCountersignature)
+				assert.NotEmpty(t, chainOf(first))
+				assert.Equal(t, chainOf(first), chainOf(err.(*apperr.Error).Message), "the first record answers")
+			}
 			// The chain was not burnt: the real claim goes through.
 			_, err = claimAs(tok, p.advKey, p.adv, "dev-cs", 0, residential)
 			require.NoError(t, err)

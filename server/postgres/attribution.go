@@ -206,14 +206,14 @@ func (t *tx) ClaimReads(ctx context.Context, q attribution.ClaimQuery) (attribut
 	return st, nil
 }
 
-func (t *tx) chain(ctx context.Context, where string, lock bool, arg any) (attribution.Chain, bool, error) {
+func (t *tx) chain(ctx context.Context, where string, lock bool, args ...any) (attribution.Chain, bool, error) {
 	q := selectChains + ` WHERE ` + where
 	if lock {
 		q += ` FOR UPDATE`
 	}
 	var c attribution.Chain
 	found := false
-	err := t.query(ctx, q, []any{arg}, func(rows pgx.Rows) error {
+	err := t.query(ctx, q, args, func(rows pgx.Rows) error {
 		var err error
 		c, err = scanChain(rows)
 		found = err == nil
@@ -224,6 +224,10 @@ func (t *tx) chain(ctx context.Context, where string, lock bool, arg any) (attri
 
 func (t *tx) ChainByNonce(ctx context.Context, nonce string, lock bool) (attribution.Chain, bool, error) {
 	return t.chain(ctx, `nonce = $1`, lock, nonce)
+}
+
+func (t *tx) RefusalRecord(ctx context.Context, nonce, reason string) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `nonce IS NULL AND claimed_nonce = $1 AND reason = $2`, false, nonce, reason)
 }
 
 func (t *tx) ChainByTokenHash(ctx context.Context, th string, lock bool) (attribution.Chain, bool, error) {

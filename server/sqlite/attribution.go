@@ -141,8 +141,8 @@ ON CONFLICT (nonce) DO NOTHING`,
 	return n == 1, wrap(err)
 }
 
-func (t *tx) chain(ctx context.Context, where string, arg any) (attribution.Chain, bool, error) {
-	c, err := scanChain(t.tx.QueryRowContext(ctx, selectChains+` WHERE `+where, arg))
+func (t *tx) chain(ctx context.Context, where string, args ...any) (attribution.Chain, bool, error) {
+	c, err := scanChain(t.tx.QueryRowContext(ctx, selectChains+` WHERE `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return attribution.Chain{}, false, nil
 	}
@@ -151,6 +151,10 @@ func (t *tx) chain(ctx context.Context, where string, arg any) (attribution.Chai
 
 func (t *tx) ChainByNonce(ctx context.Context, nonce string, _ bool) (attribution.Chain, bool, error) {
 	return t.chain(ctx, `nonce = ?`, nonce)
+}
+
+func (t *tx) RefusalRecord(ctx context.Context, nonce, reason string) (attribution.Chain, bool, error) {
+	return t.chain(ctx, `nonce IS NULL AND claimed_nonce = ? AND reason = ?`, nonce, reason)
 }
 
 func (t *tx) ChainByTokenHash(ctx context.Context, th string, _ bool) (attribution.Chain, bool, error) {
