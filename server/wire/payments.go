@@ -21,10 +21,15 @@ func paymentsService(cfg Config, store storage.Store) (*payments.Service, error)
 		return nil, err
 	}
 	return &payments.Service{
-		Update:   storage.Updater[payments.WriteTx](store),
-		View:     storage.Viewer[payments.Tx](store),
-		Ledger:   store,
-		Provider: &payments.TestProvider{BaseURL: cfg.BaseURL},
+		Update: storage.Updater[payments.WriteTx](store),
+		View:   storage.Viewer[payments.Tx](store),
+		Ledger: store,
+		Provider: &payments.TestProvider{
+			BaseURL: cfg.BaseURL,
+			Update:  storage.Updater[payments.TestTransferTx](store),
+			View:    storage.Viewer[payments.TestTransferTx](store),
+			Now:     cfg.Now,
+		},
 		TestMode: true,
 		X402:     x402,
 		Now:      cfg.Now,
