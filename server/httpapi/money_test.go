@@ -364,19 +364,21 @@ func TestMoneyPayout(t *testing.T) {
 
 func TestMoneyPayoutRefusedToSuspendedAndRejectedApps(t *testing.T) {
 	for _, status := range []xpromo.AppStatus{xpromo.AppStatusSuspended, xpromo.AppStatusRejected} {
-		storagetest.Each(t, func(t *testing.T, s storage.Store) {
-			api := newMoneyAPI(t, s)
-			pub, pubKey := api.newApp()
-			adv, _ := api.newApp()
-			api.clearedInstall(adv, pub)
-			require.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-				return tx.SetAppStatus(ctx, pub, status, api.clock.Now())
-			}))
-			res := api.do(http.MethodPost, "/v1/apps/"+pub+"/payout", pubKey, nil)
-			assert.Equal(t, 409, res.status, res.body)
-			assert.Equal(t, "payout_not_allowed", res.code(t))
-			lines := api.ledger(pub, pubKey).Lines
-			assert.Equal(t, int64(7000), lines[len(lines)-1].BalanceAfter, "nothing reserved")
+		t.Run(string(status), func(t *testing.T) {
+			storagetest.Each(t, func(t *testing.T, s storage.Store) {
+				api := newMoneyAPI(t, s)
+				pub, pubKey := api.newApp()
+				adv, _ := api.newApp()
+				api.clearedInstall(adv, pub)
+				require.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+					return tx.SetAppStatus(ctx, pub, status, api.clock.Now())
+				}))
+				res := api.do(http.MethodPost, "/v1/apps/"+pub+"/payout", pubKey, nil)
+				assert.Equal(t, 409, res.status, res.body)
+				assert.Equal(t, "payout_not_allowed", res.code(t))
+				lines := api.ledger(pub, pubKey).Lines
+				assert.Equal(t, int64(7000), lines[len(lines)-1].BalanceAfter, "nothing reserved")
+			})
 		})
 	}
 }
