@@ -307,7 +307,7 @@ func allTools() []*tool {
 			name:  "request_payout",
 			title: "Pay out the app's earnings",
 			description: "Transfer the app's withdrawable balance (cash earnings, at least EUR 50) to its connected payout account (POST /v1/apps/{app_id}/payout). " +
-				"Money leaves the wallet: this cannot be undone. Refusals: below_minimum, payout_account_missing, payout_in_progress." + keyNote,
+				"Money leaves the wallet: this cannot be undone. Refusals: below_minimum, payout_account_missing, payout_in_progress, payout_not_allowed." + keyNote,
 			params: []param{appIDParam(), idempotencyKeyParam()},
 			output: payoutSchema(),
 			hints:  hints{readOnly: false, destructive: true, idempotent: false, openWorld: true},

@@ -166,7 +166,10 @@ func (c *Client) LedgerLines(ctx context.Context, appID string, params *LedgerPa
 // account (POST /v1/apps/{app_id}/payout).
 //
 // Refusals: 409 below_minimum (withdrawable balance under MinPayoutCents),
-// payout_account_missing, payout_in_progress.
+// payout_account_missing, payout_in_progress, payout_not_allowed (the app
+// is suspended or rejected); 503 unavailable when the processor refused or
+// did not confirm the transfer (retry with the same Idempotency-Key to get
+// the payout's outcome).
 func (c *Client) RequestPayout(ctx context.Context, appID string, opts ...CallOption) (*PayoutResponse, error) {
 	out := new(PayoutResponse)
 	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/payout", appID)}, out, opts)

@@ -57,6 +57,7 @@ const (
 	BudgetExhausted      = "budget_exhausted"
 	PayoutAccountMissing = "payout_account_missing"
 	PayoutInProgress     = "payout_in_progress"
+	PayoutNotAllowed     = "payout_not_allowed"
 	CheckoutExpired      = "checkout_expired"
 	TestModeOnly         = "test_mode_only"
 	InvalidPaymentHeader = "invalid_payment_header"
@@ -153,6 +154,7 @@ func init() {
 	def(BudgetExhausted, 409, "The campaign's daily budget cannot take this install: its escrow holds and charges of the UTC day plus the price would exceed `daily_budget_cents`.")
 	def(PayoutAccountMissing, 409, "On payout: the app has no connected payout account.")
 	def(PayoutInProgress, 409, "On payout: another payout of this app is still being processed.")
+	def(PayoutNotAllowed, 409, "On payout: the app is `suspended` (until an operator reinstates it) or `rejected`; it cannot withdraw.")
 	def(CheckoutExpired, 409, "The checkout session expired before it was paid; start a new top-up.")
 	def(TestModeOnly, 403, "The operation exists only in test mode (the test checkout page, the test clock).")
 	def(InvalidPaymentHeader, 400, "The `X-PAYMENT` header is not a base64 JSON x402 payment payload.")

@@ -351,7 +351,7 @@ func TestMoneyPayout(t *testing.T) {
 		assert.Equal(t, xpromo.LineType("payout"), last.Type)
 		assert.Equal(t, int64(-7000), last.AmountCents)
 		require.NotNil(t, last.Note)
-		assert.Equal(t, p.TransferID, *last.Note)
+		assert.True(t, strings.HasPrefix(*last.Note, "payout po_"), "the reservation names its payout: %s", *last.Note)
 		assert.Equal(t, int64(100_000), last.BalanceAfter)
 		earn := lines[len(lines)-2]
 		assert.Equal(t, xpromo.LineType("earn"), earn.Type)
@@ -365,6 +365,27 @@ func TestMoneyPayout(t *testing.T) {
 		assert.Equal(t, "below_minimum", res.code(t))
 		assert.Equal(t, 404, api.do(http.MethodPost, "/v1/apps/"+adv+"/payout", pubKey, nil).status)
 	})
+}
+
+func TestMoneyPayoutRefusedToSuspendedAndRejectedApps(t *testing.T) {
+	for _, status := range []xpromo.AppStatus{xpromo.AppStatusSuspended, xpromo.AppStatusRejected} {
+		t.Run(string(status), func(t *testing.T) {
+			storagetest.Each(t, func(t *testing.T, s storage.Store) {
+				api := newMoneyAPI(t, s)
+				pub, pubKey := api.newApp()
+				adv, _ := api.newApp()
+				api.clearedInstall(adv, pub)
+				require.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+					return tx.SetAppStatus(ctx, pub, status, api.clock.Now())
+				}))
+				res := api.do(http.MethodPost, "/v1/apps/"+pub+"/payout", pubKey, nil)
+				assert.Equal(t, 409, res.status, res.body)
+				assert.Equal(t, "payout_not_allowed", res.code(t))
+				lines := api.ledger(pub, pubKey).Lines
+				assert.Equal(t, int64(7000), lines[len(lines)-1].BalanceAfter, "nothing reserved")
+			})
+		})
+	}
 }
 
 func TestMoneyPayoutInProgress(t *testing.T) {

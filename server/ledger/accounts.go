@@ -11,8 +11,9 @@ import (
 // processor shard, not one global processor row). A platform account's balance
 // is the sum over its shards.
 const (
-	walletPrefix = "wallet:"
-	escrowPrefix = "escrow:"
+	walletPrefix         = "wallet:"
+	escrowPrefix         = "escrow:"
+	payoutClearingPrefix = "payout_clearing:"
 
 	PlatformRevenue     = "platform:revenue"      // the take of cleared installs
 	PlatformCreditBonus = "platform:credit_bonus" // expense of the credits bonus
@@ -29,6 +30,12 @@ func Wallet(appID string) string { return walletPrefix + appID }
 // Escrow is the id of an advertiser's escrow account.
 func Escrow(appID string) string { return escrowPrefix + appID }
 
+// PayoutClearing is the id of the account that holds a payout's reserved
+// amount while its transfer is in flight: one account per payout, credited
+// once by the reservation and emptied once, by the settlement (the money
+// left for the processor) or by the return (back to the wallet).
+func PayoutClearing(payoutID string) string { return payoutClearingPrefix + payoutID }
+
 // Shard is the id of the shard of a platform account used for an operation
 // key. The choice is stable, so a replay touches the same shard.
 func Shard(platformAccount, key string) string {
@@ -41,9 +48,10 @@ func Shard(platformAccount, key string) string {
 type AccountClass int
 
 const (
-	ClassWallet   AccountClass = iota // never below zero unless a posting may overdraw
-	ClassEscrow                       // never below zero
-	ClassPlatform                     // any sign: the platform's and the world's side
+	ClassWallet         AccountClass = iota // never below zero unless a posting may overdraw
+	ClassEscrow                             // never below zero
+	ClassPayoutClearing                     // never below zero: one payout's reservation
+	ClassPlatform                           // any sign: the platform's and the world's side
 )
 
 // ClassOf returns the class of an account id.
@@ -53,6 +61,8 @@ func ClassOf(account string) AccountClass {
 		return ClassWallet
 	case strings.HasPrefix(account, escrowPrefix):
 		return ClassEscrow
+	case strings.HasPrefix(account, payoutClearingPrefix):
+		return ClassPayoutClearing
 	default:
 		return ClassPlatform
 	}

@@ -220,6 +220,8 @@ func post(op Operation, rec Record, accounts map[string]Account, holds map[strin
 			switch ClassOf(p.Account) {
 			case ClassEscrow:
 				return nil, nil, apperr.New(apperr.InsufficientFunds, "escrow %s holds %d cents, cannot release %d", p.Account, a.Balance, -p.Amount)
+			case ClassPayoutClearing:
+				return nil, nil, apperr.New(apperr.InsufficientFunds, "%s holds %d cents, cannot take %d: a payout's reservation is settled or returned once", p.Account, a.Balance, -p.Amount)
 			case ClassWallet:
 				if !p.MayOverdraw {
 					return nil, nil, apperr.New(apperr.InsufficientFunds, "wallet of %s has %d cents, needs %d", AppOf(p.Account), a.Balance, -p.Amount)

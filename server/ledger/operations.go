@@ -118,14 +118,65 @@ func Clawback(key string, h Hold, mode EarnMode, note string) (Operation, error)
 	return Operation{Key: key, Kind: KindClawback, Postings: ps}, nil
 }
 
-// Payout takes a transferred amount out of an app's wallet.
-func Payout(key, appID string, amount int64, transferID string) (Operation, error) {
+// A payout moves its amount in two steps, each an operation keyed by the
+// payout id so that no step ever posts twice:
+//
+//   - PayoutReserve, before the provider is called: the wallet's `payout`
+//     line (−amount) and the payout's clearing account (+amount), in the
+//     transaction that records the pending payout;
+//   - then exactly one of PayoutSettle (the transfer happened: clearing →
+//     processor, no wallet line) or PayoutReturn (the provider refused it:
+//     clearing → wallet, a `payout` line of +amount).
+//
+// The clearing account never goes below zero, so a reservation is settled or
+// returned at most once, whatever the keys (docs/ledger.md).
+
+// PayoutReserveKey is the ledger key of a payout's reservation.
+func PayoutReserveKey(payoutID string) string { return "payout:" + payoutID }
+
+// PayoutSettleKey is the ledger key of a payout's settlement.
+func PayoutSettleKey(payoutID string) string { return "payout_settle:" + payoutID }
+
+// PayoutReturnKey is the ledger key of a payout's return to the wallet.
+func PayoutReturnKey(payoutID string) string { return "payout_return:" + payoutID }
+
+// PayoutReserve takes a payout's amount out of the app's wallet into the
+// payout's clearing account. It fails with insufficient_funds when the
+// wallet cannot cover it.
+func PayoutReserve(payoutID, appID string, amount int64) (Operation, error) {
 	if err := positive("amount", amount); err != nil {
 		return Operation{}, err
 	}
-	return Operation{Key: key, Kind: KindPayout, Postings: []Posting{
-		{Account: Wallet(appID), Type: TypePayout, Amount: -amount, Note: transferID, EarnMode: EarnCash},
+	note := "payout " + payoutID
+	return Operation{Key: PayoutReserveKey(payoutID), Kind: KindPayout, Postings: []Posting{
+		{Account: Wallet(appID), Type: TypePayout, Amount: -amount, Note: note, EarnMode: EarnCash},
+		{Account: PayoutClearing(payoutID), Type: TypePayout, Amount: amount, Note: note},
+	}}, nil
+}
+
+// PayoutSettle hands a reserved payout to the processor once its transfer
+// is made; the note is the transfer id.
+func PayoutSettle(payoutID string, amount int64, transferID string) (Operation, error) {
+	if err := positive("amount", amount); err != nil {
+		return Operation{}, err
+	}
+	key := PayoutSettleKey(payoutID)
+	return Operation{Key: key, Kind: KindPayoutSettle, Postings: []Posting{
+		{Account: PayoutClearing(payoutID), Type: TypePayout, Amount: -amount, Note: transferID},
 		{Account: Shard(ProcessorClearing, key), Type: TypePayout, Amount: amount, Note: transferID},
+	}}, nil
+}
+
+// PayoutReturn gives a reserved payout back to the app's wallet when the
+// provider refused its transfer; the note says why.
+func PayoutReturn(payoutID, appID string, amount int64, why string) (Operation, error) {
+	if err := positive("amount", amount); err != nil {
+		return Operation{}, err
+	}
+	note := "payout " + payoutID + " returned: " + why
+	return Operation{Key: PayoutReturnKey(payoutID), Kind: KindPayoutReturn, Postings: []Posting{
+		{Account: PayoutClearing(payoutID), Type: TypePayout, Amount: -amount, Note: note},
+		{Account: Wallet(appID), Type: TypePayout, Amount: amount, Note: note, EarnMode: EarnCash},
 	}}, nil
 }
 

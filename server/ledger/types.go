@@ -54,7 +54,9 @@ const (
 	KindEscrowRelease Kind = "escrow_release"
 	KindClear         Kind = "clear"
 	KindClawback      Kind = "clawback"
-	KindPayout        Kind = "payout"
+	KindPayout        Kind = "payout" // a payout's reservation
+	KindPayoutSettle  Kind = "payout_settle"
+	KindPayoutReturn  Kind = "payout_return"
 	KindAdjustment    Kind = "adjustment"
 )
 

@@ -8,7 +8,7 @@ import (
 
 // Violation is one broken invariant found by Verify.
 type Violation struct {
-	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, overdraft, escrow, line_type
+	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, overdraft, escrow, line_type, payout_clearing
 	Subject string // the account, operation or hold concerned
 	Detail  string
 }
@@ -32,7 +32,10 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 //   - each account head (balance, seq, hash) equals its last line;
 //   - no escrow balance goes below zero, and a wallet only where the line may overdraw (a clawback);
 //   - wallets carry only the API's line types;
-//   - the open holds of each advertiser sum to its escrow balance.
+//   - the open holds of each advertiser sum to its escrow balance;
+//   - each payout's clearing account holds only `payout` lines: a positive
+//     reservation, then at most one line that empties it (settled or
+//     returned), never more, never below zero.
 //
 // It reads everything, so it is an operator's command, not a request path.
 func Verify(ctx context.Context, r Reader) (Report, error) {
@@ -85,6 +88,21 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 			}
 			if l.Type == TypeTake || l.Type == TypeCreditBonus {
 				bad("line_type", l.Account, "line %s has platform type %s on a wallet", l.ID, l.Type)
+			}
+		case ClassPayoutClearing:
+			if l.Type != TypePayout {
+				bad("line_type", l.Account, "line %s has type %s on a payout's clearing account", l.ID, l.Type)
+			}
+			switch {
+			case l.Seq == 1 && l.Amount <= 0:
+				bad("payout_clearing", l.Account, "line %s: the first line is %d, not a reservation", l.ID, l.Amount)
+			case l.Seq == 2 && l.BalanceAfter != 0:
+				bad("payout_clearing", l.Account, "line %s leaves %d cents: a settlement or return takes the whole reservation", l.ID, l.BalanceAfter)
+			case l.Seq > 2:
+				bad("payout_clearing", l.Account, "line %s: the reservation was resolved more than once", l.ID)
+			}
+			if l.BalanceAfter < 0 {
+				bad("overdraft", l.Account, "line %s leaves a payout's clearing account at %d", l.ID, l.BalanceAfter)
 			}
 		}
 		cur = l

@@ -3,10 +3,11 @@
 // side of an app's wallet ledger.
 //
 // Every money movement commits in the same transaction as the state change
-// it belongs to (a checkout session completed, a payout sent), through
-// ledger.Apply, and every ledger key is derived from the business event
-// ("topup:<session>", "payout:<payout>"), so nothing is credited or debited
-// twice whatever the retries and races. See docs/payments.md.
+// it belongs to (a checkout session completed, a payout reserved, sent or
+// failed), through ledger.Apply, and every ledger key is derived from the
+// business event ("topup:<session>", "payout:<payout>"), so nothing is
+// credited or debited twice whatever the retries and races. See
+// docs/payments.md.
 package payments
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 )
 
@@ -27,6 +29,9 @@ const (
 	Currency       = "EUR"
 	// CheckoutTTL is how long a checkout session can be paid.
 	CheckoutTTL = 24 * time.Hour
+	// DefaultPayoutGrace is how long a pending payout is left to the request
+	// that started it before the recovery pass resolves it.
+	DefaultPayoutGrace = time.Minute
 )
 
 // Checkout session statuses.
@@ -36,8 +41,9 @@ const (
 	CheckoutExpired   = "expired"
 )
 
-// Payout statuses. A payout is pending from its creation until its transfer
-// is recorded in the ledger (sent) or refused by the provider (failed).
+// Payout statuses. A payout is pending from its creation (its amount then
+// reserved in the ledger) until its transfer is confirmed (sent) or refused
+// by the provider (failed, the reservation returned to the wallet).
 const (
 	PayoutPending = "pending"
 	PayoutSent    = "sent"
@@ -66,10 +72,13 @@ type Payout struct {
 	Destination string // the payout account the transfer goes to
 	Status      string // PayoutPending, PayoutSent or PayoutFailed
 	TransferID  string // the provider's transfer id, once transferred
-	OperationID string // the ledger operation of the payout line, once sent
-	Failure     string // why it failed (or why a sent transfer is unrecorded)
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	OperationID string // the ledger operation of the reservation (the wallet's payout line)
+	Failure     string // why the provider refused it, once failed
+	// Ref is the Idempotency-Key of the request that created the payout
+	// (zero without one): a retry with that key answers from this payout.
+	Ref       idempotency.Ref
+	CreatedAt time.Time
+	UpdatedAt time.Time // last change; the recovery pass also stamps its claims here
 }
 
 // Tx is what the payments domain needs from a transaction.
@@ -93,12 +102,29 @@ type Tx interface {
 	// PendingPayout reports whether the app has a pending payout.
 	PendingPayout(ctx context.Context, appID string) (bool, error)
 	// InsertPayout stores a new pending payout. It returns false, writing
-	// nothing, when the app already has a pending payout (a unique index
-	// guarantees there is at most one, whatever the interleaving).
+	// nothing, when the app already has a pending payout or p.Ref already
+	// names a payout (unique indexes guarantee both, whatever the
+	// interleaving).
 	InsertPayout(ctx context.Context, p Payout) (bool, error)
-	// FinishPayout stores a pending payout's new status, transfer id,
-	// operation id and failure.
+	// Payout reads a payout; found is false when there is none. With lock,
+	// the row stays locked until the end of the transaction.
+	Payout(ctx context.Context, id string, lock bool) (p Payout, found bool, err error)
+	// PayoutByRef reads the payout created under an Idempotency-Key.
+	PayoutByRef(ctx context.Context, ref idempotency.Ref) (p Payout, found bool, err error)
+	// FinishPayout stores a pending payout's new status, transfer id and
+	// failure. It applies only to a pending payout; otherwise it returns an
+	// error wrapping ledger.ErrConflict.
 	FinishPayout(ctx context.Context, p Payout) error
+	// ClaimStalePayouts returns up to limit pending payouts whose updated_at
+	// is at least grace away from now (before it, or after it: stamped by a
+	// clock ahead of this one, such as a test clock advanced before a
+	// restart), oldest first, and stamps their updated_at with now so that
+	// no other recovery pass claims them again within the grace. Rows
+	// another transaction holds are skipped (PostgreSQL: FOR UPDATE SKIP
+	// LOCKED).
+	ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]Payout, error)
+
+	TestTransferTx
 
 	// LedgerTotals is ledger.Reader.Totals inside this transaction.
 	LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error)
@@ -137,7 +163,11 @@ type Service struct {
 	X402 X402Config
 	// Now is the injected clock.
 	Now func() time.Time
-	// Log receives what an operator must act on (an unrecorded transfer).
+	// PayoutGrace is how long a pending payout is left to the request that
+	// started it before RecoverPayouts resolves it (0: DefaultPayoutGrace).
+	PayoutGrace time.Duration
+	// Log receives every payout resolution and what an operator must act on
+	// (a transfer whose outcome stays unknown).
 	Log *slog.Logger
 }
 
@@ -151,4 +181,11 @@ func (s *Service) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Log
+}
+
+func (s *Service) payoutGrace() time.Duration {
+	if s.PayoutGrace <= 0 {
+		return DefaultPayoutGrace
+	}
+	return s.PayoutGrace
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
-	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/payments"
@@ -44,11 +43,21 @@ func newFixture(t *testing.T, s storage.Store, testMode bool) *fixture {
 		Update:   storage.Updater[payments.WriteTx](s),
 		View:     storage.Viewer[payments.Tx](s),
 		Ledger:   s,
-		Provider: &payments.TestProvider{BaseURL: baseURL},
+		Provider: testProvider(s, c),
 		TestMode: testMode,
 		X402:     x402,
 		Now:      c.Now,
 	}}
+}
+
+// testProvider is test mode's provider, recording its transfers in s.
+func testProvider(s storage.Store, c *clocktest.Clock) *payments.TestProvider {
+	return &payments.TestProvider{
+		BaseURL: baseURL,
+		Update:  storage.Updater[payments.TestTransferTx](s),
+		View:    storage.Viewer[payments.TestTransferTx](s),
+		Now:     c.Now,
+	}
 }
 
 // post posts an operation directly to the ledger (the other domains' side:
@@ -425,261 +434,6 @@ func TestLedgerPages(t *testing.T) {
 	})
 }
 
-// --- payouts ---
-
-func TestWithdrawable(t *testing.T) {
-	tot := []ledger.Total{
-		{Type: ledger.TypeTopup, Amount: 100_000},
-		{Type: ledger.TypeEarn, EarnMode: ledger.EarnCash, Amount: 9000},
-		{Type: ledger.TypeEarn, EarnMode: ledger.EarnCredits, Amount: 5000},
-		{Type: ledger.TypePayout, EarnMode: ledger.EarnCash, Amount: -2000},
-		{Type: ledger.TypeClawback, EarnMode: ledger.EarnCash, Amount: -1000},
-		{Type: ledger.TypeClawback, EarnMode: ledger.EarnCredits, Amount: -700},
-		{Type: ledger.TypeAdjustment, Amount: 3000},
-	}
-	assert.Equal(t, int64(6000), payments.Withdrawable(tot, 1_000_000))
-	assert.Equal(t, int64(4000), payments.Withdrawable(tot, 4000), "capped by the balance")
-	assert.Equal(t, int64(0), payments.Withdrawable(tot, -10), "never negative")
-	assert.Equal(t, int64(0), payments.Withdrawable(nil, 5000))
-}
-
-func TestPayoutBelowMinimumWithOnlyTopUps(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		f.post(t)(ledger.TopUp("topup:1", "app_a", 500_000, ""))
-		_, err := f.svc.Payout(context.Background(), "app_a")
-		assertCode(t, err, apperr.BelowMinimum, 409)
-		assert.Len(t, f.wallet(t, "app_a"), 1)
-
-		// Credits earnings are never withdrawable either.
-		f.earn(t, "app_a", 100_000, ledger.EarnCredits)
-		_, err = f.svc.Payout(context.Background(), "app_a")
-		assertCode(t, err, apperr.BelowMinimum, 409)
-	})
-}
-
-func TestPayoutOfCashEarnings(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		ctx := context.Background()
-		f.post(t)(ledger.TopUp("topup:pub", "app_pub", 20_000, "")) // not withdrawable
-		f.earn(t, "app_pub", 5000, ledger.EarnCash)                 // earns 3500
-		_, err := f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.BelowMinimum, 409)
-
-		f.earn(t, "app_pub", 5000, ledger.EarnCash) // 7000 in all
-		p, err := f.svc.Payout(ctx, "app_pub")
-		require.NoError(t, err)
-		assert.Equal(t, int64(7000), p.AmountCents)
-		assert.True(t, strings.HasPrefix(p.TransferID, "tr_test_"), p.TransferID)
-		assert.True(t, strings.HasPrefix(p.ID, "po_"), p.ID)
-		assert.Equal(t, payments.PayoutSent, p.Status)
-		assert.Equal(t, payments.TestPayoutAccount("app_pub"), p.Destination)
-		assert.Equal(t, "acct_test_app_pub", p.Destination)
-
-		lines := f.wallet(t, "app_pub")
-		last := lines[len(lines)-1]
-		assert.Equal(t, ledger.TypePayout, last.Type)
-		assert.Equal(t, int64(-7000), last.Amount)
-		assert.Equal(t, p.TransferID, last.Note)
-		assert.Equal(t, p.OperationID, last.OperationID)
-		assert.Equal(t, int64(20_000), last.BalanceAfter, "the top-up stays in the wallet")
-
-		_, err = f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.BelowMinimum, 409)
-		f.verify(t)
-	})
-}
-
-func TestPayoutCappedByBalance(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash) // earns 7000
-		// The publisher spends 3000 of it advertising.
-		f.post(t)(ledger.EscrowHold("hold:spend", ledger.Hold{ID: "hold_spend", Advertiser: "app_pub", Publisher: "app_x", Amount: 3000}))
-		_, err := f.svc.Payout(context.Background(), "app_pub")
-		assertCode(t, err, apperr.BelowMinimum, 409) // min(7000, 4000) < 5000
-
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash) // earned 14000, balance 11000
-		p, err := f.svc.Payout(context.Background(), "app_pub")
-		require.NoError(t, err)
-		assert.Equal(t, int64(11_000), p.AmountCents)
-		assert.Zero(t, f.balance(t, "app_pub"))
-		f.verify(t)
-	})
-}
-
-func TestPayoutInProgress(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		ctx := context.Background()
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash)
-		now := f.clock.Now()
-		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			ok, err := tx.InsertPayout(ctx, payments.Payout{ID: "po_stuck", AppID: "app_pub", AmountCents: 6000,
-				Destination: "acct_test_app_pub", Status: payments.PayoutPending, CreatedAt: now, UpdatedAt: now})
-			assert.True(t, ok)
-			return err
-		}))
-		_, err := f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.PayoutInProgress, 409)
-
-		// The index refuses a second pending payout even without the check.
-		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-			ok, err := tx.InsertPayout(ctx, payments.Payout{ID: "po_second", AppID: "app_pub", AmountCents: 6000,
-				Destination: "acct_test_app_pub", Status: payments.PayoutPending, CreatedAt: now, UpdatedAt: now})
-			assert.False(t, ok)
-			return err
-		}))
-	})
-}
-
-func TestConcurrentPayouts(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash)
-		const n = 12
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { _, errs[i] = f.svc.Payout(context.Background(), "app_pub") })
-		}
-		wg.Wait()
-		ok := 0
-		for _, err := range errs {
-			if err == nil {
-				ok++
-				continue
-			}
-			c, status := code(t, err)
-			assert.Contains(t, []string{apperr.PayoutInProgress, apperr.BelowMinimum}, c)
-			assert.Equal(t, 409, status)
-		}
-		assert.Equal(t, 1, ok, "exactly one payout")
-		payouts := 0
-		for _, l := range f.wallet(t, "app_pub") {
-			if l.Type == ledger.TypePayout {
-				payouts++
-			}
-		}
-		assert.Equal(t, 1, payouts)
-		assert.Zero(t, f.balance(t, "app_pub"))
-		f.verify(t)
-	})
-}
-
-func registerApp(t *testing.T, s storage.Store, now time.Time) string {
-	t.Helper()
-	id := "app_" + fmt.Sprint(now.UnixNano())
-	require.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		return tx.InsertApp(ctx, apps.App{ID: id, Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "com.example.snip",
-			Domain: "example.com", DownloadURL: "https://example.com/snip.zip", ContactEmail: "dev@example.com",
-			Status: xpromo.AppStatusPending, EarnMode: ledger.EarnCash, CreatedAt: now, UpdatedAt: now})
-	}))
-	return id
-}
-
-func TestPayoutAccounts(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, false) // live mode, with the test provider
-		ctx := context.Background()
-		app := registerApp(t, s, f.clock.Now())
-		f.earn(t, app, 10_000, ledger.EarnCash)
-
-		_, err := f.svc.Payout(ctx, app)
-		assertCode(t, err, apperr.PayoutAccountMissing, 409)
-
-		assertCode(t, f.svc.SetPayoutAccount(ctx, app, ""), apperr.MissingField, 422)
-		assertCode(t, f.svc.SetPayoutAccount(ctx, app, "bank 123"), apperr.InvalidPayoutAccount, 422)
-		assertCode(t, f.svc.SetPayoutAccount(ctx, "app_missing", "acct_1"), apperr.NotFound, 404)
-		require.NoError(t, f.svc.SetPayoutAccount(ctx, app, "acct_1Nv0FGQ9RKHgCVdK"))
-
-		p, err := f.svc.Payout(ctx, app)
-		require.NoError(t, err)
-		assert.Equal(t, "acct_1Nv0FGQ9RKHgCVdK", p.Destination)
-		assert.Equal(t, int64(7000), p.AmountCents)
-
-		// The operator's action is audited.
-		require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-			entries, err := tx.AdminAudit(ctx, 10)
-			require.Len(t, entries, 1)
-			assert.Equal(t, "app.payout_account", entries[0].Action)
-			assert.Equal(t, app, entries[0].Subject)
-			assert.JSONEq(t, `{"from":"","to":"acct_1Nv0FGQ9RKHgCVdK"}`, string(entries[0].Detail))
-			return err
-		}))
-
-		// In test mode a stored account wins over the implicit one.
-		test := newFixture(t, s, true)
-		test.clock = f.clock
-		test.svc.Now = f.clock.Now
-		f.earn(t, app, 10_000, ledger.EarnCash)
-		p, err = test.svc.Payout(ctx, app)
-		require.NoError(t, err)
-		assert.Equal(t, "acct_1Nv0FGQ9RKHgCVdK", p.Destination)
-	})
-}
-
-// failingProvider refuses transfers (or cannot tell what happened).
-type failingProvider struct {
-	payments.TestProvider
-	err error
-}
-
-func (p *failingProvider) Transfer(context.Context, payments.TransferRequest) (payments.TransferResult, error) {
-	return payments.TransferResult{}, p.err
-}
-
-func TestPayoutTransferFailure(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		ctx := context.Background()
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash)
-		good := f.svc.Provider
-
-		f.svc.Provider = &failingProvider{err: errors.New("account closed")}
-		_, err := f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.Unavailable, 503)
-		assert.Equal(t, int64(7000), f.balance(t, "app_pub"), "nothing left the wallet")
-
-		// A refused transfer is final: the app may ask again.
-		f.svc.Provider = good
-		p, err := f.svc.Payout(ctx, "app_pub")
-		require.NoError(t, err)
-		assert.Equal(t, int64(7000), p.AmountCents)
-		f.verify(t)
-	})
-}
-
-func TestPayoutTransferOutcomeUnknown(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		ctx := context.Background()
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash)
-		f.svc.Provider = &failingProvider{err: fmt.Errorf("timeout: %w", payments.ErrTransferUnknown)}
-		_, err := f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.Unavailable, 503)
-		// The payout stays pending: asking again could pay twice.
-		f.svc.Provider = &payments.TestProvider{}
-		_, err = f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.PayoutInProgress, 409)
-		assert.Equal(t, int64(7000), f.balance(t, "app_pub"))
-	})
-}
-
-func TestTestProviderTransfersAreIdempotent(t *testing.T) {
-	p := &payments.TestProvider{}
-	a, err := p.Transfer(context.Background(), payments.TransferRequest{IdempotencyKey: "po_1", AmountCents: 5000})
-	require.NoError(t, err)
-	b, err := p.Transfer(context.Background(), payments.TransferRequest{IdempotencyKey: "po_1", AmountCents: 5000})
-	require.NoError(t, err)
-	c, err := p.Transfer(context.Background(), payments.TransferRequest{IdempotencyKey: "po_2", AmountCents: 5000})
-	require.NoError(t, err)
-	assert.Equal(t, a, b)
-	assert.NotEqual(t, a, c)
-	assert.True(t, strings.HasPrefix(a.TransferID, "tr_test_"))
-}
-
 // --- x402 ---
 
 func TestX402Config(t *testing.T) {
@@ -757,40 +511,4 @@ func TestDecodePaymentHeader(t *testing.T) {
 		_, err := payments.DecodePaymentHeader(bad)
 		assertCode(t, err, apperr.InvalidPaymentHeader, 400)
 	}
-}
-
-// spendingProvider transfers, but while it does the app's wallet is spent
-// (an escrow hold of the same app lands between the two transactions).
-type spendingProvider struct {
-	payments.TestProvider
-	spend func()
-}
-
-func (p *spendingProvider) Transfer(ctx context.Context, r payments.TransferRequest) (payments.TransferResult, error) {
-	p.spend()
-	return p.TestProvider.Transfer(ctx, r)
-}
-
-func TestPayoutWalletSpentDuringTransfer(t *testing.T) {
-	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		f := newFixture(t, s, true)
-		ctx := context.Background()
-		f.earn(t, "app_pub", 10_000, ledger.EarnCash) // 7000 withdrawable
-		f.svc.Provider = &spendingProvider{spend: func() {
-			f.post(t)(ledger.EscrowHold("hold:spend", ledger.Hold{ID: "hold_spend", Advertiser: "app_pub", Publisher: "app_x", Amount: 3000}))
-		}}
-		_, err := f.svc.Payout(ctx, "app_pub")
-		require.Error(t, err)
-		var e *apperr.Error
-		assert.False(t, errors.As(err, &e), "a 500, not a code saying no money moved: %v", err)
-		assert.Contains(t, err.Error(), "transferred as tr_test_")
-		assert.Equal(t, int64(4000), f.balance(t, "app_pub"), "the ledger refused to overdraw the wallet")
-
-		// The payout stays pending with its transfer id: no second payout
-		// before an operator reconciles it.
-		f.svc.Provider = &payments.TestProvider{}
-		_, err = f.svc.Payout(ctx, "app_pub")
-		assertCode(t, err, apperr.PayoutInProgress, 409)
-		f.verify(t)
-	})
 }

@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
+	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // TestPayoutAccount is the payout account every app implicitly has in test
@@ -85,33 +89,68 @@ func (s *Service) payoutAccount(ctx context.Context, tx Tx, appID string) (strin
 }
 
 // Payout transfers the app's whole withdrawable balance to its payout
-// account:
+// account (docs/payments.md, "Payout"):
 //
-//  1. one transaction locks the wallet, checks the account, that no payout
-//     is pending and the withdrawable amount (409 payout_account_missing,
-//     payout_in_progress, below_minimum), and records a pending payout;
+//  1. one transaction reads the app, locks the wallet, checks the app may
+//     withdraw and the conditions (404; 409 payout_not_allowed,
+//     payout_account_missing, payout_in_progress, below_minimum), records a
+//     pending payout and reserves its amount: the wallet's `payout` line
+//     moves it to the payout's clearing account (ledger key
+//     "payout:<payout id>"), so nothing else can spend it;
 //  2. the provider transfers, with the payout id as idempotency key;
-//  3. one transaction posts the payout line (note = transfer id, key
-//     "payout:<payout id>") and marks the payout sent.
+//  3. one transaction settles the reservation to the processor and marks the
+//     payout sent, or, if the provider refused, returns it to the wallet
+//     and marks the payout failed (503 unavailable).
 //
-// A refused transfer marks the payout failed, and the app can ask again.
+// When the provider's answer is unknown the payout stays pending (503) and
+// RecoverPayouts resolves it later. A request sent with an Idempotency-Key
+// is exactly once by itself: its transactions commit on their own (the
+// reservation must commit before the provider is called), the key is
+// recorded on the payout, and a retry with the key answers from that payout
+// (resolving it first if it is still pending) instead of starting another.
 func (s *Service) Payout(ctx context.Context, appID string) (Payout, error) {
+	ctx = txunit.Detached(ctx)
+	ref, keyed := idempotency.RefFrom(ctx)
 	var p Payout
+	var retried bool // p is the payout an earlier request with the same key created
+	// One id for every attempt of the transaction: a retry must reserve into
+	// the clearing account the first attempt named (PostgreSQL creates a
+	// missing account outside the transaction, then runs it again).
+	id := ids.New("po")
 	err := s.Update(ctx, func(ctx context.Context, tx WriteTx) error {
+		p, retried = Payout{}, false
+		app, ok, err := tx.GetApp(ctx, appID, false)
+		if err != nil {
+			return err
+		} else if !ok {
+			return apperr.New(apperr.NotFound, "app not found")
+		}
+		// Locking the wallet serialises payouts of one app with each other
+		// and with everything else that spends the wallet (escrow holds):
+		// what is read below stays true until the reservation commits.
+		wallet := ledger.Wallet(appID)
+		heads, err := tx.LockAccounts(ctx, []string{wallet})
+		if err != nil {
+			return err
+		}
+		if keyed {
+			if prev, found, err := tx.PayoutByRef(ctx, ref); err != nil {
+				return err
+			} else if found {
+				p, retried = prev, true
+				return nil
+			}
+		}
+		switch app.Status {
+		case xpromo.AppStatusSuspended, xpromo.AppStatusRejected:
+			return apperr.New(apperr.PayoutNotAllowed, "app %s is %s: it cannot withdraw", appID, app.Status)
+		}
 		dest, err := s.payoutAccount(ctx, tx, appID)
 		if err != nil {
 			return err
 		}
 		if dest == "" {
 			return apperr.New(apperr.PayoutAccountMissing, "app %s has no payout account; an operator connects one", appID)
-		}
-		// Locking the wallet serialises payouts of one app with each other
-		// and with the posting of a previous payout's line: the totals read
-		// below include every payout already sent.
-		wallet := ledger.Wallet(appID)
-		heads, err := tx.LockAccounts(ctx, []string{wallet})
-		if err != nil {
-			return err
 		}
 		if pending, err := tx.PendingPayout(ctx, appID); err != nil {
 			return err
@@ -128,83 +167,232 @@ func (s *Service) Payout(ctx context.Context, appID string) (Payout, error) {
 				EUR(amount), EUR(MinPayoutCents)).WithStatus(409)
 		}
 		now := s.now()
-		p = Payout{ID: ids.New("po"), AppID: appID, AmountCents: amount, Destination: dest,
+		p = Payout{ID: id, AppID: appID, AmountCents: amount, Destination: dest,
 			Status: PayoutPending, CreatedAt: now, UpdatedAt: now}
+		if keyed {
+			p.Ref = ref
+		}
+		op, err := ledger.PayoutReserve(p.ID, appID, amount)
+		if err != nil {
+			return err
+		}
+		results, errs, err := ledger.Apply(ctx, tx, now, []ledger.Operation{op})
+		if err != nil {
+			return err
+		}
+		if errs[0] != nil {
+			return errs[0]
+		}
+		p.OperationID = results[0].Operation.ID
 		inserted, err := tx.InsertPayout(ctx, p)
 		if err == nil && !inserted {
-			err = payoutInProgress(appID)
+			err = payoutInProgress(appID) // rolls the reservation back
 		}
 		return err
 	})
 	if err != nil {
 		return Payout{}, err
 	}
-
-	tr, err := s.Provider.Transfer(ctx, TransferRequest{
-		PayoutID: p.ID, AppID: appID, Destination: p.Destination,
-		AmountCents: p.AmountCents, Currency: Currency, IdempotencyKey: p.ID,
-	})
-	if err != nil {
-		if errors.Is(err, ErrTransferUnknown) {
-			s.log().ErrorContext(ctx, "payout transfer outcome unknown; the payout stays pending until reconciled",
-				"payout_id", p.ID, "app_id", appID, "amount_cents", p.AmountCents, "error", err.Error())
-			return Payout{}, apperr.New(apperr.Unavailable, "the payment processor did not confirm payout %s; it stays in progress until reconciled", p.ID)
-		}
-		p.Status, p.Failure, p.UpdatedAt = PayoutFailed, err.Error(), s.now()
-		// A fresh context: the payout must not stay pending because the
-		// request was cancelled after the refusal.
-		if ferr := s.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx WriteTx) error {
-			return tx.FinishPayout(ctx, p)
-		}); ferr != nil {
-			return Payout{}, fmt.Errorf("payments: recording failed payout %s: %w", p.ID, ferr)
-		}
-		return Payout{}, apperr.New(apperr.Unavailable, "the payment processor refused payout %s: %v", p.ID, err)
+	// The amount is reserved: the payout runs to its end even if the client
+	// goes away.
+	ctx = context.WithoutCancel(ctx)
+	if retried && p.Status == PayoutPending {
+		// The request that created it died, or is still running; resolving
+		// twice is harmless (FindTransfer first, same transfer key, keyed
+		// ledger operations, conditional finish).
+		p, err = s.resolve(ctx, p, true)
+	} else if !retried {
+		p, err = s.resolve(ctx, p, false)
 	}
+	if err != nil {
+		return Payout{}, s.unresolved(ctx, p, err)
+	}
+	return outcome(p)
+}
 
-	p.TransferID = tr.TransferID
-	var opErr error
-	var final Payout
-	err = s.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx WriteTx) error {
-		q := p // from the same start on every attempt
-		opErr = nil
-		op, err := ledger.Payout("payout:"+q.ID, appID, q.AmountCents, q.TransferID)
+// transferRequest is the transfer of payout p; its idempotency key is the
+// payout id, whoever sends it (the request, a retry, the recovery pass).
+func transferRequest(p Payout) TransferRequest {
+	return TransferRequest{PayoutID: p.ID, AppID: p.AppID, Destination: p.Destination,
+		AmountCents: p.AmountCents, Currency: Currency, IdempotencyKey: p.ID}
+}
+
+// resolve finishes a pending payout whose amount is reserved: it has the
+// provider transfer it (with lookup, it first asks whether the transfer was
+// already made, as after a crash), then settles or returns the reservation.
+// It returns the payout as it now stands; err is set when the outcome is
+// unknown (wrapping ErrTransferUnknown) or could not be recorded, and the
+// payout then stays pending for the recovery pass.
+func (s *Service) resolve(ctx context.Context, p Payout, lookup bool) (Payout, error) {
+	req := transferRequest(p)
+	var tr TransferResult
+	var err error
+	found := false
+	if lookup {
+		if tr, found, err = s.Provider.FindTransfer(ctx, req); err != nil {
+			return p, fmt.Errorf("%w: asking the provider for the transfer: %w", ErrTransferUnknown, err)
+		}
+	}
+	if !found {
+		tr, err = s.Provider.Transfer(ctx, req)
+	}
+	switch {
+	case err == nil:
+		return s.finish(ctx, p, PayoutSent, tr.TransferID, "")
+	case outcomeUnknown(err):
+		if !errors.Is(err, ErrTransferUnknown) {
+			err = fmt.Errorf("%w: %w", ErrTransferUnknown, err)
+		}
+		return p, err
+	default:
+		return s.finish(ctx, p, PayoutFailed, "", failureNote(err))
+	}
+}
+
+// finish settles (sent) or returns (failed) a payout's reservation and
+// records the outcome, in one transaction. A payout already finished by
+// someone else (the recovery pass, a retry) is returned as it is.
+func (s *Service) finish(ctx context.Context, p Payout, status, transferID, failure string) (Payout, error) {
+	var out Payout
+	err := s.Update(ctx, func(ctx context.Context, tx WriteTx) error {
+		cur, found, err := tx.Payout(ctx, p.ID, true)
+		if err != nil {
+			return err
+		} else if !found {
+			return fmt.Errorf("payments: payout %s not found", p.ID)
+		}
+		out = cur
+		if cur.Status != PayoutPending {
+			return nil
+		}
+		var op ledger.Operation
+		if status == PayoutSent {
+			op, err = ledger.PayoutSettle(cur.ID, cur.AmountCents, transferID)
+		} else {
+			op, err = ledger.PayoutReturn(cur.ID, cur.AppID, cur.AmountCents, failure)
+		}
 		if err != nil {
 			return err
 		}
 		now := s.now()
-		results, errs, err := ledger.Apply(ctx, tx, now, []ledger.Operation{op})
+		_, errs, err := ledger.Apply(ctx, tx, now, []ledger.Operation{op})
 		if err != nil {
 			return err
 		}
-		q.UpdatedAt = now
-		if opErr = errs[0]; opErr != nil {
-			// The money left but the wallet was spent below the amount while
-			// the transfer ran. The payout stays pending, with its transfer
-			// id, so no second payout can start before an operator
-			// reconciles it.
-			q.Failure = "transfer sent but not recorded: " + opErr.Error()
-		} else {
-			q.Status, q.OperationID = PayoutSent, results[0].Operation.ID
+		if errs[0] != nil {
+			return fmt.Errorf("payments: posting %s: %v", op.Key, errs[0])
 		}
-		final = q
-		return tx.FinishPayout(ctx, q)
+		out.Status, out.TransferID, out.Failure, out.UpdatedAt = status, transferID, failure, now
+		return tx.FinishPayout(ctx, out)
 	})
-	if err == nil && opErr != nil {
-		err = opErr
-	}
-	if err == nil {
-		p = final
-	}
 	if err != nil {
-		s.log().ErrorContext(ctx, "payout transferred but not recorded in the ledger; reconcile it",
-			"payout_id", p.ID, "transfer_id", p.TransferID, "app_id", appID, "amount_cents", p.AmountCents, "error", err.Error())
-		// Deliberately not an application error (%v, not %w): the caller gets
-		// a 500 with a request id, never a code suggesting no money moved.
-		return Payout{}, fmt.Errorf("payments: payout %s transferred as %s but not recorded: %v", p.ID, p.TransferID, err)
+		return p, err
 	}
-	return p, nil
+	// Someone else may have finished it the other way. Sent wins (money
+	// moved); but a transfer made for a payout already failed and returned
+	// means the provider contradicted itself: an operator must look.
+	if out.Status == PayoutFailed && status == PayoutSent {
+		s.log().ErrorContext(ctx, "payout transfer made after the payout was failed and its reservation returned; reconcile with the provider",
+			"payout_id", p.ID, "app_id", p.AppID, "amount_cents", p.AmountCents, "transfer_id", transferID, "failure", out.Failure)
+	}
+	return out, nil
+}
+
+// failureNote is the reason a refused payout carries (on the payout and its
+// return line), kept short.
+func failureNote(err error) string {
+	const limit = 300 // bytes
+	msg := err.Error()
+	if len(msg) > limit {
+		msg = strings.ToValidUTF8(msg[:limit], "") + "…"
+	}
+	return msg
+}
+
+// outcome is the API's answer for a payout: sent answers it; failed answers
+// the provider's refusal, the same every time it is asked; pending says it
+// is still in progress.
+func outcome(p Payout) (Payout, error) {
+	switch p.Status {
+	case PayoutSent:
+		return p, nil
+	case PayoutFailed:
+		return Payout{}, apperr.New(apperr.Unavailable, "the payment processor refused payout %s (%s); its amount is back in the wallet", p.ID, p.Failure)
+	default:
+		return Payout{}, apperr.New(apperr.Unavailable, "the payment processor did not confirm payout %s yet; it stays in progress until it is resolved", p.ID)
+	}
+}
+
+// unresolved logs a payout left pending and returns the API's answer: 503
+// when the provider's answer is unknown, a 500 (no code suggesting that no
+// money moved) when recording the outcome failed.
+func (s *Service) unresolved(ctx context.Context, p Payout, err error) error {
+	s.log().ErrorContext(ctx, "payout left pending: the recovery pass resolves it",
+		"payout_id", p.ID, "app_id", p.AppID, "amount_cents", p.AmountCents, "error", err.Error())
+	if errors.Is(err, ErrTransferUnknown) {
+		return apperr.New(apperr.Unavailable, "the payment processor did not confirm payout %s; it stays in progress until the recovery pass resolves it", p.ID)
+	}
+	// Deliberately %v, not %w: the caller gets a 500 with a request id.
+	return fmt.Errorf("payments: payout %s stays pending: %v", p.ID, err)
 }
 
 func payoutInProgress(appID string) error {
 	return apperr.New(apperr.PayoutInProgress, "a payout of app %s is still being processed", appID)
+}
+
+// RecoveryResult counts what one RecoverPayouts pass did.
+type RecoveryResult struct {
+	Sent, Failed, Pending int
+}
+
+// recoveryBatch is how many pending payouts one claim takes.
+const recoveryBatch = 50
+
+// RecoverPayouts resolves every payout pending and untouched for longer than
+// the grace (PayoutGrace; one stamped further than the grace in the future
+// counts too: the clock went back). For each, it asks the provider by the
+// payout's idempotency key, then settles it (the transfer exists, or is
+// made now), fails it and returns its reservation (the provider refused
+// it), or, when the provider cannot tell, leaves it pending until the next
+// pass, logged at ERROR with the payout id. Every resolution is logged.
+// Several instances may run it at once: claims are disjoint, and even a
+// race with a live request is harmless (FindTransfer first, one transfer
+// key, keyed ledger operations, conditional finish).
+func (s *Service) RecoverPayouts(ctx context.Context) (RecoveryResult, error) {
+	ctx = txunit.Detached(ctx)
+	var res RecoveryResult
+	for {
+		var batch []Payout
+		now := s.now()
+		err := s.Update(ctx, func(ctx context.Context, tx WriteTx) error {
+			var err error
+			batch, err = tx.ClaimStalePayouts(ctx, now, s.payoutGrace(), recoveryBatch)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		for _, p := range batch {
+			if ctx.Err() != nil {
+				return res, ctx.Err() // the claimed rest waits for the next pass
+			}
+			q, err := s.resolve(ctx, p, true)
+			attrs := []any{"payout_id", p.ID, "app_id", p.AppID, "amount_cents", p.AmountCents, "pending_since", p.CreatedAt}
+			switch {
+			case err != nil:
+				res.Pending++
+				s.log().ErrorContext(ctx, "payout recovery: outcome unknown, the payout stays pending until the next pass; check the payment processor",
+					append(attrs, "error", err.Error())...)
+			case q.Status == PayoutSent:
+				res.Sent++
+				s.log().InfoContext(ctx, "payout recovery: transfer confirmed, payout sent", append(attrs, "transfer_id", q.TransferID)...)
+			case q.Status == PayoutFailed:
+				res.Failed++
+				s.log().WarnContext(ctx, "payout recovery: transfer refused, payout failed and its amount returned to the wallet", append(attrs, "failure", q.Failure)...)
+			}
+		}
+		if len(batch) < recoveryBatch || ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+	}
 }

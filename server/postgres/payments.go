@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/payments"
 )
@@ -101,25 +103,119 @@ func (t *tx) PendingPayout(ctx context.Context, appID string) (bool, error) {
 	return pending, wrap(err, "reading pending payouts")
 }
 
-// InsertPayout relies on the partial unique index payouts_one_pending: a
-// concurrent insert of another pending payout of the app waits for this one
-// to commit, then does nothing.
+// InsertPayout does nothing on a conflict with either unique index
+// (payouts_one_pending: one pending payout per app; payouts_idempotency: one
+// payout per Idempotency-Key): a concurrent insert waits for the other
+// transaction to commit, then does nothing.
 func (t *tx) InsertPayout(ctx context.Context, p payments.Payout) (bool, error) {
-	n, err := t.exec(ctx, `INSERT INTO payouts (id, app_id, amount_cents, destination, status, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (app_id) WHERE status = 'pending' DO NOTHING`,
-		p.ID, p.AppID, p.AmountCents, p.Destination, p.Status, p.CreatedAt, p.UpdatedAt)
+	n, err := t.exec(ctx, `INSERT INTO payouts
+(id, app_id, amount_cents, destination, status, operation_id, idempotency_scope, idempotency_key, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT DO NOTHING`,
+		p.ID, p.AppID, p.AmountCents, p.Destination, p.Status, optionalText(p.OperationID),
+		optionalText(p.Ref.Scope), optionalText(p.Ref.Key), p.CreatedAt, p.UpdatedAt)
 	if err != nil {
 		return false, wrap(err, "inserting payout")
 	}
 	return n == 1, nil
 }
 
+const payoutColumns = `id, app_id, amount_cents, destination, status, coalesce(transfer_id, ''), coalesce(operation_id, ''),
+coalesce(failure, ''), coalesce(idempotency_scope, ''), coalesce(idempotency_key, ''), created_at, updated_at`
+
+func scanPayout(row pgx.Row) (payments.Payout, error) {
+	var p payments.Payout
+	err := row.Scan(&p.ID, &p.AppID, &p.AmountCents, &p.Destination, &p.Status, &p.TransferID, &p.OperationID,
+		&p.Failure, &p.Ref.Scope, &p.Ref.Key, &p.CreatedAt, &p.UpdatedAt)
+	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	return p, err
+}
+
+func (t *tx) onePayout(ctx context.Context, q string, args ...any) (payments.Payout, bool, error) {
+	var p payments.Payout
+	b := &pgx.Batch{}
+	b.Queue(q, args...).QueryRow(func(row pgx.Row) error {
+		var err error
+		p, err = scanPayout(row)
+		return err
+	})
+	err := t.send(ctx, b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		t.err = nil // not a failure of the transaction
+		return payments.Payout{}, false, nil
+	}
+	if err != nil {
+		return payments.Payout{}, false, wrap(err, "reading payout")
+	}
+	return p, true, nil
+}
+
+// Payout with lock reads the row FOR UPDATE: concurrent finishes of one
+// payout queue here, and each sees the previous one's outcome.
+func (t *tx) Payout(ctx context.Context, id string, lock bool) (payments.Payout, bool, error) {
+	q := `SELECT ` + payoutColumns + ` FROM payouts WHERE id = $1`
+	if lock {
+		q += " FOR UPDATE"
+	}
+	return t.onePayout(ctx, q, id)
+}
+
+func (t *tx) PayoutByRef(ctx context.Context, ref idempotency.Ref) (payments.Payout, bool, error) {
+	return t.onePayout(ctx, `SELECT `+payoutColumns+` FROM payouts WHERE idempotency_scope = $1 AND idempotency_key = $2`, ref.Scope, ref.Key)
+}
+
 func (t *tx) FinishPayout(ctx context.Context, p payments.Payout) error {
-	n, err := t.exec(ctx, `UPDATE payouts SET status = $1, transfer_id = $2, operation_id = $3, failure = $4, updated_at = $5
-WHERE id = $6 AND status = 'pending'`,
-		p.Status, optionalText(p.TransferID), optionalText(p.OperationID), optionalText(p.Failure), p.UpdatedAt, p.ID)
+	n, err := t.exec(ctx, `UPDATE payouts SET status = $1, transfer_id = $2, failure = $3, updated_at = $4
+WHERE id = $5 AND status = 'pending'`,
+		p.Status, optionalText(p.TransferID), optionalText(p.Failure), p.UpdatedAt, p.ID)
 	return paymentRowUpdated(n, err, "payout", p.ID)
+}
+
+// ClaimStalePayouts claims with FOR UPDATE SKIP LOCKED: rows another
+// recovery pass (or a payout finishing) holds are skipped, so concurrent
+// passes claim disjoint batches. READ COMMITTED re-checks each locked row on
+// its newest version, so a claimed payout is still pending.
+func (t *tx) ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]payments.Payout, error) {
+	var out []payments.Payout
+	err := t.query(ctx, `UPDATE payouts SET updated_at = $1
+WHERE id IN (SELECT id FROM payouts WHERE status = 'pending' AND (updated_at <= $2 OR updated_at >= $3)
+  ORDER BY updated_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+RETURNING `+payoutColumns, []any{now, now.Add(-grace), now.Add(grace), limit}, func(rows pgx.Rows) error {
+		p, err := scanPayout(rows)
+		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "claiming stale payouts")
+	}
+	slices.SortFunc(out, func(a, b payments.Payout) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+func (t *tx) InsertTestTransfer(ctx context.Context, tr payments.TestTransfer) (bool, error) {
+	n, err := t.exec(ctx, `INSERT INTO test_transfers
+(idempotency_key, transfer_id, payout_id, app_id, destination, amount_cents, currency, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING`,
+		tr.Key, tr.TransferID, tr.PayoutID, tr.AppID, tr.Destination, tr.AmountCents, tr.Currency, tr.CreatedAt)
+	if err != nil {
+		return false, wrap(err, "inserting test transfer")
+	}
+	return n == 1, nil
+}
+
+func (t *tx) TestTransfer(ctx context.Context, key string) (payments.TestTransfer, bool, error) {
+	tr := payments.TestTransfer{Key: key}
+	err := t.queryRow(ctx, `SELECT transfer_id, payout_id, app_id, destination, amount_cents, currency, created_at
+FROM test_transfers WHERE idempotency_key = $1`, []any{key},
+		&tr.TransferID, &tr.PayoutID, &tr.AppID, &tr.Destination, &tr.AmountCents, &tr.Currency, &tr.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payments.TestTransfer{}, false, nil
+	}
+	if err != nil {
+		return payments.TestTransfer{}, false, wrap(err, "reading test transfer")
+	}
+	tr.CreatedAt = tr.CreatedAt.UTC()
+	return tr, true, nil
 }
 
 func (t *tx) LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error) {

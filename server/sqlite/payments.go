@@ -5,15 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/payments"
 )
 
 // payments.Tx. SQLite has one writer (every write transaction began
 // IMMEDIATE), so a read inside a write transaction is already as good as
-// locked.
+// locked, and a claim never races another.
 
 func (t *tx) InsertCheckoutSession(ctx context.Context, s payments.CheckoutSession) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO checkout_sessions
@@ -88,11 +90,14 @@ func (t *tx) PendingPayout(ctx context.Context, appID string) (bool, error) {
 	return n > 0, wrap(err)
 }
 
+// InsertPayout does nothing on a conflict with either unique index: one
+// pending payout per app, one payout per idempotency key.
 func (t *tx) InsertPayout(ctx context.Context, p payments.Payout) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO payouts (id, app_id, amount_cents, destination, status, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (app_id) WHERE status = 'pending' DO NOTHING`,
-		p.ID, p.AppID, p.AmountCents, p.Destination, p.Status, micros(p.CreatedAt), micros(p.UpdatedAt))
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO payouts
+(id, app_id, amount_cents, destination, status, operation_id, idempotency_scope, idempotency_key, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING`,
+		p.ID, p.AppID, p.AmountCents, p.Destination, p.Status, null(p.OperationID), null(p.Ref.Scope), null(p.Ref.Key), micros(p.CreatedAt), micros(p.UpdatedAt))
 	if err != nil {
 		return false, wrap(err)
 	}
@@ -100,11 +105,93 @@ ON CONFLICT (app_id) WHERE status = 'pending' DO NOTHING`,
 	return n == 1, wrap(err)
 }
 
+const payoutColumns = `id, app_id, amount_cents, destination, status, transfer_id, operation_id, failure, idempotency_scope, idempotency_key, created_at, updated_at`
+
+func scanPayout(s scanner) (payments.Payout, error) {
+	var p payments.Payout
+	var transfer, op, failure, scope, key sql.NullString
+	var created, updated int64
+	err := s.Scan(&p.ID, &p.AppID, &p.AmountCents, &p.Destination, &p.Status, &transfer, &op, &failure, &scope, &key, &created, &updated)
+	p.TransferID, p.OperationID, p.Failure = transfer.String, op.String, failure.String
+	p.Ref.Scope, p.Ref.Key = scope.String, key.String
+	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return p, err
+}
+
+func (t *tx) onePayout(ctx context.Context, where string, args ...any) (payments.Payout, bool, error) {
+	p, err := scanPayout(t.tx.QueryRowContext(ctx, `SELECT `+payoutColumns+` FROM payouts WHERE `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return payments.Payout{}, false, nil
+	}
+	if err != nil {
+		return payments.Payout{}, false, wrap(err)
+	}
+	return p, true, nil
+}
+
+func (t *tx) Payout(ctx context.Context, id string, lock bool) (payments.Payout, bool, error) {
+	return t.onePayout(ctx, `id = ?`, id)
+}
+
+func (t *tx) PayoutByRef(ctx context.Context, ref idempotency.Ref) (payments.Payout, bool, error) {
+	return t.onePayout(ctx, `idempotency_scope = ? AND idempotency_key = ?`, ref.Scope, ref.Key)
+}
+
 func (t *tx) FinishPayout(ctx context.Context, p payments.Payout) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE payouts SET status = ?, transfer_id = ?, operation_id = ?, failure = ?, updated_at = ?
+	res, err := t.tx.ExecContext(ctx, `UPDATE payouts SET status = ?, transfer_id = ?, failure = ?, updated_at = ?
 WHERE id = ? AND status = 'pending'`,
-		p.Status, null(p.TransferID), null(p.OperationID), null(p.Failure), micros(p.UpdatedAt), p.ID)
+		p.Status, null(p.TransferID), null(p.Failure), micros(p.UpdatedAt), p.ID)
 	return paymentRowUpdated(res, err, "payout", p.ID)
+}
+
+func (t *tx) ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]payments.Payout, error) {
+	rows, err := t.tx.QueryContext(ctx, `UPDATE payouts SET updated_at = ?
+WHERE id IN (SELECT id FROM payouts WHERE status = 'pending' AND (updated_at <= ? OR updated_at >= ?) ORDER BY updated_at, id LIMIT ?)
+RETURNING `+payoutColumns, micros(now), micros(now.Add(-grace)), micros(now.Add(grace)), limit)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []payments.Payout
+	for rows.Next() {
+		p, err := scanPayout(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err)
+	}
+	slices.SortFunc(out, func(a, b payments.Payout) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+func (t *tx) InsertTestTransfer(ctx context.Context, tr payments.TestTransfer) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO test_transfers
+(idempotency_key, transfer_id, payout_id, app_id, destination, amount_cents, currency, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`,
+		tr.Key, tr.TransferID, tr.PayoutID, tr.AppID, tr.Destination, tr.AmountCents, tr.Currency, micros(tr.CreatedAt))
+	if err != nil {
+		return false, wrap(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, wrap(err)
+}
+
+func (t *tx) TestTransfer(ctx context.Context, key string) (payments.TestTransfer, bool, error) {
+	tr := payments.TestTransfer{Key: key}
+	var created int64
+	err := t.tx.QueryRowContext(ctx, `SELECT transfer_id, payout_id, app_id, destination, amount_cents, currency, created_at
+FROM test_transfers WHERE idempotency_key = ?`, key).Scan(&tr.TransferID, &tr.PayoutID, &tr.AppID, &tr.Destination, &tr.AmountCents, &tr.Currency, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return payments.TestTransfer{}, false, nil
+	}
+	if err != nil {
+		return payments.TestTransfer{}, false, wrap(err)
+	}
+	tr.CreatedAt = fromMicros(created)
+	return tr, true, nil
 }
 
 func (t *tx) LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error) {

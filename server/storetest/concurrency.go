@@ -39,8 +39,16 @@ type world struct {
 	holds    []ledger.Hold              // every hold ever opened; resolutions race on them
 	cleared  map[string]ledger.EarnMode // holds charged, with the publisher's mode
 	resolved map[string]int             // successful resolutions per hold (must be ≤ 1)
+	reserved []reservation              // payout reservations; settlements and returns race on them
+	paid     map[string]int             // successful settlements or returns per payout (must be ≤ 1)
 	expected map[string]int64           // account → balance implied by the results
 	ops      map[string]int             // fresh postings per operation key (must be 1)
+}
+
+// reservation is a payout's reserved amount.
+type reservation struct {
+	id, app string
+	amount  int64
 }
 
 func (w *world) record(r ledger.Result) {
@@ -63,7 +71,7 @@ func testConcurrentRandom(t *testing.T, h Harness) {
 	t.Logf("seed %d (XPROMO_SEED=%d reproduces the workload; the interleaving is the scheduler's)", seed, seed)
 
 	l, _ := newLedger(h)
-	w := &world{cleared: map[string]ledger.EarnMode{}, resolved: map[string]int{}, expected: map[string]int64{}, ops: map[string]int{}}
+	w := &world{cleared: map[string]ledger.EarnMode{}, resolved: map[string]int{}, paid: map[string]int{}, expected: map[string]int64{}, ops: map[string]int{}}
 	apps := []string{"app0", "app1", "app2", "app3", "app4", "app5", "app6", "app7"}
 	n := opsPerWorker()
 
@@ -81,6 +89,7 @@ func testConcurrentRandom(t *testing.T, h Harness) {
 				var err error
 				var hold *ledger.Hold
 				var resolve string
+				var payout *reservation
 				switch x := rng.IntN(100); {
 				case x < 30:
 					op, err = ledger.TopUp("topup:"+key, app, 100+rng.Int64N(4900), "")
@@ -126,8 +135,24 @@ func testConcurrentRandom(t *testing.T, h Harness) {
 					}
 					// The key is the chain's: concurrent clawbacks of one chain replay.
 					op, err = ledger.Clawback("clawback:"+h.ID, h, mode, "fraud found after clearing")
+				case x < 87:
+					payout = &reservation{id: "po_" + key, app: app, amount: 1 + rng.Int64N(3000)}
+					op, err = ledger.PayoutReserve(payout.id, app, payout.amount)
 				case x < 90:
-					op, err = ledger.Payout("payout:"+key, app, 1+rng.Int64N(3000), "tr_"+key)
+					w.mu.Lock()
+					if len(w.reserved) == 0 {
+						w.mu.Unlock()
+						continue
+					}
+					// Settlements and returns of recent reservations race.
+					r := w.reserved[len(w.reserved)-1-rng.IntN(min(len(w.reserved), 4))]
+					w.mu.Unlock()
+					if rng.IntN(2) == 0 {
+						op, err = ledger.PayoutSettle(r.id, r.amount, "tr_"+r.id)
+					} else {
+						op, err = ledger.PayoutReturn(r.id, r.app, r.amount, "refused")
+					}
+					payout, resolve = &r, "paid"
 				case x < 95:
 					amount := rng.Int64N(2000) - 1000 // -1000..999, never zero below
 					if amount >= 0 {
@@ -155,6 +180,15 @@ func testConcurrentRandom(t *testing.T, h Harness) {
 				}
 				w.record(r)
 				mine = append(mine, op)
+				if payout != nil && !r.Replayed {
+					w.mu.Lock()
+					if resolve == "" {
+						w.reserved = append(w.reserved, *payout)
+					} else {
+						w.paid[payout.id]++
+					}
+					w.mu.Unlock()
+				}
 				if hold != nil && !r.Replayed {
 					w.mu.Lock()
 					switch resolve {
@@ -184,6 +218,9 @@ func testConcurrentRandom(t *testing.T, h Harness) {
 	}
 	for id, n := range w.resolved {
 		require.Equal(t, 1, n, "hold %s resolved %d times", id, n)
+	}
+	for id, n := range w.paid {
+		require.Equal(t, 1, n, "payout %s settled or returned %d times", id, n)
 	}
 	stored := map[string]string{}
 	for _, h := range must(h.Store.AllHolds(ctx)) {

@@ -184,7 +184,8 @@ func testClawback(t *testing.T, h Harness) {
 	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 500, ChainID: "ch_1"}
 	p(ledger.EscrowHold("hold:ch_1", hold))
 	p(ledger.Clear("clear:ch_1", hold, ledger.EarnCash))
-	p(ledger.Payout("payout:po_1", "pub", 300, "tr_1"))
+	p(ledger.PayoutReserve("po_1", "pub", 300))
+	p(ledger.PayoutSettle("po_1", 300, "tr_1"))
 	p(ledger.Clawback("clawback:ch_1", hold, ledger.EarnCash, "fraud_device_reused"))
 
 	assert.Equal(t, []view{
@@ -201,17 +202,40 @@ func testPayoutAndAdjustment(t *testing.T, h Harness) {
 	l, _ := newLedger(h)
 	p, mk := poster(t, l), opOf(t)
 	p(ledger.TopUp("t1", "app", 6000, ""))
-	_, err := l.Post(ctx, mk(ledger.Payout("payout:1", "app", 6001, "tr_1")))
+	_, err := l.Post(ctx, mk(ledger.PayoutReserve("po_1", "app", 6001)))
 	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err))
-	p(ledger.Payout("payout:2", "app", 5000, "tr_2"))
+
+	// A reservation settled: the money leaves for the processor.
+	reserved := p(ledger.PayoutReserve("po_2", "app", 5000))
+	line, ok := reserved.Line(ledger.Wallet("app"))
+	require.True(t, ok)
+	assert.Equal(t, "payout po_2", line.Note)
+	p(ledger.PayoutSettle("po_2", 5000, "tr_2"))
+	assert.True(t, p(ledger.PayoutSettle("po_2", 5000, "tr_2")).Replayed)
+	_, err = l.Post(ctx, mk(ledger.PayoutReturn("po_2", "app", 5000, "refused")))
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err), "a settled reservation is never also returned")
+
+	// A reservation returned: the wallet gets it back, and cannot be settled after.
+	p(ledger.PayoutReserve("po_3", "app", 1000))
+	p(ledger.PayoutReturn("po_3", "app", 1000, "account closed"))
+	_, err = l.Post(ctx, mk(ledger.PayoutSettle("po_3", 1000, "tr_3")))
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err), "a returned reservation is never also settled")
+
 	p(ledger.Adjustment("adj:1", "app", -1000, "duplicate top-up reversed"))
 	p(ledger.Adjustment("adj:2", "app", 250, "goodwill"))
 	assert.Equal(t, []view{
 		{ledger.TypeTopup, 6000, 6000, "", ""},
 		{ledger.TypePayout, -5000, 1000, "", ""},
+		{ledger.TypePayout, -1000, 0, "", ""},
+		{ledger.TypePayout, 1000, 1000, "", ""},
 		{ledger.TypeAdjustment, -1000, 0, "", ""},
 		{ledger.TypeAdjustment, 250, 250, "", ""},
 	}, walletView(t, h.Store, "app"))
+	for _, po := range []string{"po_2", "po_3"} {
+		a := must(h.Store.Account(ctx, ledger.PayoutClearing(po)))
+		assert.Zero(t, a.Balance, "%s is settled or returned", po)
+		assert.Equal(t, int64(2), a.Seq)
+	}
 	_, err = ledger.Adjustment("adj:3", "app", 5, "")
 	assert.Equal(t, apperr.InvalidOperation, apperr.Code(err), "an adjustment needs a note")
 	_, err = ledger.TopUp("t2", "app", 0, "")
@@ -226,9 +250,9 @@ func testBatch(t *testing.T, h Harness) {
 	ops := []ledger.Operation{
 		mk(ledger.TopUp("t1", "adv", 1000, "")),
 		mk(ledger.EscrowHold("hold:ch_1", hold)),
-		mk(ledger.Payout("p1", "adv", 500, "tr")), // 300 left after the hold: refused
-		mk(ledger.TopUp("t1", "adv", 1000, "")),   // repeat inside the batch: replay
-		mk(ledger.TopUp("t1", "adv", 999, "")),    // same key, other content
+		mk(ledger.PayoutReserve("po_1", "adv", 500)), // 300 left after the hold: refused
+		mk(ledger.TopUp("t1", "adv", 1000, "")),      // repeat inside the batch: replay
+		mk(ledger.TopUp("t1", "adv", 999, "")),       // same key, other content
 		{Key: "bad", Kind: ledger.KindAdjustment, Postings: []ledger.Posting{{Account: ledger.Wallet("adv"), Type: ledger.TypeAdjustment, Amount: 5}}},
 		mk(ledger.Clear("clear:ch_1", hold, ledger.EarnCash)),
 	}
@@ -328,17 +352,21 @@ func testVerifyDetectsTampering(t *testing.T, h Harness) {
 	p(ledger.TopUp("t2", "app", 2000, ""))
 	hold := ledger.Hold{ID: "ch_1", Advertiser: "app", Publisher: "pub", Amount: 100, ChainID: "ch_1"}
 	p(ledger.EscrowHold("hold:ch_1", hold))
+	p(ledger.PayoutReserve("po_1", "app", 500))
+	p(ledger.PayoutSettle("po_1", 500, "tr_1"))
 	verifyOK(t, h.Store)
 
 	require.NoError(t, h.Tamper(ctx, "UPDATE ledger_lines SET amount = 1500 WHERE account_id = 'wallet:app' AND seq = 1"))
 	require.NoError(t, h.Tamper(ctx, "INSERT INTO escrow_resolutions (hold_id, resolution, operation_id, created_at) SELECT id, 'release', 'op_forged', created_at FROM escrow_holds"))
+	// A payout's reservation settled for less than it holds.
+	require.NoError(t, h.Tamper(ctx, "UPDATE ledger_lines SET amount = -400, balance_after = 100 WHERE account_id = 'payout_clearing:po_1' AND seq = 2"))
 	rep := must(ledger.Verify(ctx, h.Store))
 	require.False(t, rep.OK())
 	checks := map[string]bool{}
 	for _, v := range rep.Violations {
 		checks[v.Check] = true
 	}
-	for _, c := range []string{"zero_sum", "balance_chain", "hash_chain", "escrow"} {
+	for _, c := range []string{"zero_sum", "balance_chain", "hash_chain", "escrow", "payout_clearing"} {
 		assert.True(t, checks[c], "verify must report %s; got %v", c, rep.Violations)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/market"
+	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
 )
 
@@ -77,6 +78,7 @@ type Server struct {
 	Apps        *apps.Service
 	Attribution *attribution.Service
 	Market      *market.Service
+	Payments    *payments.Service
 	// Clock is the clock of every domain: cfg.Now plus the test clock's
 	// offset (moved by POST /v1/admin/clock/advance in test mode).
 	Clock *Clock
@@ -136,5 +138,5 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	}
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Clock: clock, cfg: cfg}, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Clock: clock, cfg: cfg}, nil
 }

@@ -104,6 +104,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	var background sync.WaitGroup
 	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
+	// Pending payouts: resolved at start, then every minute.
+	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
 	defer func() { stopBackground(); background.Wait() }()
 
 	serveErr := make(chan error, 1)
