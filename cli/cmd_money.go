@@ -376,6 +376,7 @@ exit 6: below_minimum, payout_in_progress, payout_account_missing.`,
 			}
 			return kv(r.env.Stdout,
 				[2]string{"transfer_id", po.TransferID},
+				[2]string{"payout_id", po.PayoutID},
 				[2]string{"amount", eur(po.AmountCents)},
 			)
 		},

@@ -347,5 +347,6 @@ func payoutSchema() schema {
 	return allRequired("The transfer to the app's connected account.", schema{
 		"transfer_id":  str(""),
 		"amount_cents": withDesc(schema{"type": "integer", "format": "int64", "minimum": 5000}, ""),
+		"payout_id":    str("The payout's id; the wallet's payout line says \"payout <payout_id>\"."),
 	})
 }

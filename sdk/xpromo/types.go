@@ -352,4 +352,8 @@ type X402Extra struct {
 type PayoutResponse struct {
 	TransferID  string `json:"transfer_id"`
 	AmountCents int64  `json:"amount_cents"`
+	// PayoutID (additive) is the payout's id: the wallet's payout line
+	// (written when the amount is reserved, before the transfer exists)
+	// says "payout <payout_id>".
+	PayoutID string `json:"payout_id"`
 }

@@ -169,8 +169,8 @@ func goldenCases() []goldenCase {
 		},
 		{
 			name:   "PayoutResponse",
-			value:  PayoutResponse{TransferID: "tr_test_1", AmountCents: 5000},
-			golden: `{"transfer_id":"tr_test_1","amount_cents":5000}`,
+			value:  PayoutResponse{TransferID: "tr_test_1", AmountCents: 5000, PayoutID: "po_1"},
+			golden: `{"transfer_id":"tr_test_1","amount_cents":5000,"payout_id":"po_1"}`,
 		},
 		{
 			name:   "ErrorResponse/retry_after null",

@@ -686,7 +686,7 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 				Resource: "https://api.example/v1/apps/a/top-up", Description: "top-up", MimeType: "application/json",
 				PayTo: "0x1111111111111111111111111111111111111111", MaxTimeoutSeconds: 300,
 				Asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Extra: xpromo.X402Extra{Name: "USDC", Version: "2"}}}}},
-		{"PayoutResponse", xpromo.PayoutResponse{TransferID: "tr_1", AmountCents: 5000}},
+		{"PayoutResponse", xpromo.PayoutResponse{TransferID: "tr_1", AmountCents: 5000, PayoutID: "po_1"}},
 		{"RegisterAppRequest", xpromo.RegisterAppRequest{Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "com.example.snip",
 			Domain: "example.com", DownloadURL: "https://example.com/Snip.zip", ContactEmail: "dev@example.com", Category: "developer-tools"}},
 		{"KeyRotation", xpromo.KeyRotation{APIKey: "xp_test_x", PreviousKeyExpiresAt: now}},
