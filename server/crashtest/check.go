@@ -118,7 +118,8 @@ func Check(ops []*Op, ledgers map[string][]xpromo.LedgerLine) Findings {
 			heartbeats[op.Chain] = op
 		}
 	}
-	unresolvedPayouts := map[string]int{} // by app
+	unresolvedPayouts := map[string]int{}   // by app
+	refusedPayouts := map[string][]string{} // by app: a lost answer's retry may have been refused
 	for _, op := range ops {
 		switch op.Kind {
 		case KindTopUp:
@@ -141,6 +142,8 @@ func Check(ops []*Op, ledgers map[string][]xpromo.LedgerLine) Findings {
 				c.judge(op, []effect{{xpromo.LinePayout, op.App, op.Transfer}}, 1, KindPayout, KindPayout, -op.Amount)
 			case Unresolved:
 				unresolvedPayouts[op.App]++
+			case Refused:
+				refusedPayouts[op.App] = append(refusedPayouts[op.App], fmt.Sprintf("#%d %s", op.Seq, op.Code))
 			}
 		}
 	}
@@ -163,7 +166,11 @@ func Check(ops []*Op, ledgers map[string][]xpromo.LedgerLine) Findings {
 				unresolvedPayouts[e.app]--
 				continue
 			}
-			c.unexplained(e.app, l, "no operation of the run explains it")
+			why := "no operation of the run explains it"
+			if e.typ == xpromo.LinePayout && len(refusedPayouts[e.app]) > 0 {
+				why += " (payouts of the app answered refusals: " + strings.Join(refusedPayouts[e.app], ", ") + ")"
+			}
+			c.unexplained(e.app, l, why)
 		}
 	}
 	return c.f

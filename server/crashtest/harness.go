@@ -187,7 +187,7 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 			return rep
 		}
 		h.srv.dbURL = url
-		rep.Database = redact(url)
+		rep.Database, rep.DatabaseKept = redact(url), cfg.Keep
 		if !cfg.Keep {
 			defer func() {
 				if err := drop(); err != nil {

@@ -17,11 +17,13 @@ type Counts struct {
 
 // StoreReport is the outcome of the run on one store.
 type StoreReport struct {
-	Store     string
-	Database  string // PostgreSQL: the run's database (dropped unless kept)
-	WorkDir   string // "" once removed
-	ServerLog string
-	Duration  time.Duration
+	Store    string
+	Database string // PostgreSQL: the run's database
+	// DatabaseKept: the database was not dropped (-keep).
+	DatabaseKept bool
+	WorkDir      string // "" once removed
+	ServerLog    string
+	Duration     time.Duration
 	// Cycles is the number of completed kill-and-restart cycles.
 	Cycles int
 	Kills  []Kill
@@ -147,7 +149,7 @@ func (r *StoreReport) Print(w io.Writer, verbose bool) {
 	if r.WorkDir != "" {
 		fmt.Fprintf(w, "work directory kept: %s (server log %s)\n", r.WorkDir, r.ServerLog)
 	}
-	if r.Database != "" && r.WorkDir != "" {
+	if r.DatabaseKept {
 		fmt.Fprintf(w, "database kept: %s\n", r.Database)
 	}
 	if n := r.Violations(); n > 0 {
