@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen
+.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen crashtest
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -103,6 +103,26 @@ demo: ## one paid install end to end (examples/desktop-app) against a fresh test
 # on a fresh PostgreSQL database created (and dropped) on that server.
 loadgen: ## load test of fills, install claims and ledger reads over HTTP (LOADGEN_ARGS, LOADGEN_DATABASE_URL)
 	GO=$(GO) ./server/cmd/xpromo-loadgen/run.sh
+
+# The crash test of the money paths (server/crashtest; docs/operations.md,
+# "Crash test"): builds xpromo-server and xpromo-crashtest into a temporary
+# directory, then on each store of CRASH_STORES runs the server under
+# concurrent money operations sent through the SDK, kills it with SIGKILL at
+# a random moment of each of CRASH_CYCLES cycles, restarts it, retries every
+# unanswered operation with its Idempotency-Key, and fails on any effect lost,
+# applied twice or unexplained, any failed `ledger verify` and any payout
+# left pending. PostgreSQL: a fresh database on the server of
+# XPROMO_TEST_DATABASE_URL, dropped after. CRASH_ARGS adds flags, e.g.
+# CRASH_ARGS='-crash-ops adjustment,payout -v'.
+CRASH_CYCLES ?= 20
+CRASH_STORES ?= sqlite,postgres
+CRASH_ARGS ?=
+crashtest: ## kill -9 the server under money load on each store; exactly-once checks (CRASH_CYCLES, CRASH_STORES, CRASH_ARGS)
+	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/xpromo-crashtest-bin.XXXXXX"); trap 'rm -rf "$$bin"' EXIT; \
+	echo "building xpromo-server and xpromo-crashtest..."; \
+	$(GO) build -o "$$bin/" ./server/cmd/xpromo-server ./server/cmd/xpromo-crashtest; \
+	"$$bin/xpromo-crashtest" -server "$$bin/xpromo-server" -cycles $(CRASH_CYCLES) -stores $(CRASH_STORES) \
+		-database-url "$(XPROMO_TEST_DATABASE_URL)" $(CRASH_ARGS)
 
 clean: ## remove ./bin (./data, the local database, is kept)
 	rm -rf bin

@@ -1,0 +1,117 @@
+// Command xpromo-crashtest is the crash test of the money paths (`make
+// crashtest`; server/crashtest): it runs the real xpromo-server binary on
+// each store under concurrent money operations sent through the SDK, each
+// with its own Idempotency-Key, kills it with SIGKILL at a random moment of
+// every cycle, starts it again and retries every operation without a
+// definite answer with the same key; then it checks that every
+// acknowledged operation took effect exactly once, that no wallet line is
+// unexplained, that `ledger verify` passed after every kill and restart,
+// and that no payout is left pending.
+//
+//	xpromo-crashtest -server ./bin/xpromo-server -cycles 20 -stores sqlite,postgres
+//
+// Exit status: 0 when every store passed, 1 on any violation or a run that
+// could not be carried out, 2 for a bad command line.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/xpromo/xpromo/server/crashtest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("xpromo-crashtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", "", "the xpromo-server binary to crash (required; build it with go build ./server/cmd/xpromo-server)")
+	stores := fs.String("stores", "sqlite,postgres", "comma-separated stores: sqlite, postgres")
+	dbURL := fs.String("database-url", orDefault(env("XPROMO_TEST_DATABASE_URL"), defaultDatabaseURL), "PostgreSQL URL whose user may CREATE DATABASE: a fresh database is created there and dropped after (env XPROMO_TEST_DATABASE_URL)")
+	cycles := fs.Int("cycles", 20, "kills (and restarts) per store")
+	ops := fs.String("crash-ops", "all", "operations sent while the server may be killed (all, or some of topup,adjustment,claim,heartbeat,sweep,payout); the others run between kills")
+	workers := fs.Int("workers", 6, "operations sent at once")
+	claims := fs.Int("claims", 10, "install claims per cycle")
+	topups := fs.Int("topups", 3, "top-ups per cycle")
+	adjustments := fs.Int("adjustments", 10, "adjustments per cycle")
+	retryFor := fs.Duration("retry-for", 60*time.Second, "how long one operation is retried (with the same key) before it counts as unresolved")
+	leaseSkip := fs.Duration("lease-skip", 61*time.Second, "how far each restart moves the test clock past where the run had it, beyond the server's 60 s idempotency lease; 0 leaves the lease to the server (give -retry-for more than the lease then)")
+	keep := fs.Bool("keep", false, "keep each store's work directory (server log, SQLite file) and PostgreSQL database; a failed store keeps its work directory anyway")
+	verbose := fs.Bool("v", false, "print every problem found, not just the first few")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "xpromo-crashtest: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return usage("unexpected argument %q", fs.Arg(0))
+	}
+	if *server == "" {
+		return usage("-server is required: the xpromo-server binary (make crashtest builds it)")
+	}
+	if _, err := os.Stat(*server); err != nil {
+		return usage("-server: %v", err)
+	}
+	storeList, err := crashtest.ParseStores(*stores)
+	if err != nil {
+		return usage("-stores: %v", err)
+	}
+	kinds, err := crashtest.ParseKinds(*ops)
+	if err != nil {
+		return usage("-crash-ops: %v", err)
+	}
+	if *cycles < 0 || *workers < 1 || *claims < 0 || *topups < 0 || *adjustments < 0 || *retryFor <= 0 || *leaseSkip < 0 {
+		return usage("-cycles, -claims, -topups, -adjustments and -lease-skip must not be negative, -workers and -retry-for must be positive")
+	}
+
+	reports, err := crashtest.Run(ctx, crashtest.Config{
+		Server: *server, Stores: storeList, DatabaseURL: *dbURL, Cycles: *cycles, CrashOps: kinds,
+		Workers: *workers, Claims: *claims, TopUps: *topups, Adjustments: *adjustments,
+		RetryFor: *retryFor, LeaseSkip: *leaseSkip, Keep: *keep, Out: stdout, Verbose: *verbose,
+	})
+	status := 0
+	fmt.Fprintln(stdout)
+	for _, r := range reports {
+		verdict := "PASS"
+		if n := r.Violations(); n > 0 {
+			verdict = fmt.Sprintf("FAIL (%d violations)", n)
+			status = 1
+		}
+		fmt.Fprintf(stdout, "crashtest %-8s %s\n", r.Store+":", verdict)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "xpromo-crashtest: %v\n", err)
+		status = 1
+	}
+	if len(reports) < len(storeList) {
+		status = 1 // interrupted
+	}
+	return status
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

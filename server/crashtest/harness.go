@@ -1,0 +1,659 @@
+// Package crashtest is the crash test of the money paths (`make
+// crashtest`): the real xpromo-server binary, on SQLite and on
+// PostgreSQL, under concurrent money operations sent through the SDK, each
+// with an Idempotency-Key the harness chooses and keeps, is killed with
+// SIGKILL at a random moment of every cycle and started again on the same
+// store; every operation that got no definite answer is retried with the
+// same key until it gets one. After each kill and each restart `ledger
+// verify` must pass; at the end every acknowledged operation's effect
+// must be in the ledgers exactly once, no wallet line may be unexplained,
+// and no payout may be left pending (Check).
+//
+// A cycle, on a test-mode server whose clock the harness moves:
+//
+//  1. between kills: the clock moves 49 hours when the last cycle's
+//     installs are due their heartbeat; the publishers' SDKs (sdk/slots)
+//     fill slots and sign clicks; the clock moves 15 seconds;
+//  2. the operations go out from several workers: heartbeats of the last
+//     cycle's installs, a sweep, then install claims of the clicks,
+//     top-ups, adjustments and a payout per publisher (shuffled), a last
+//     sweep; a moment after one of them starts (phase says which), the
+//     server is killed, verified, started again, its clock put back where
+//     the run had it (plus the 60-second idempotency lease, as a client
+//     waiting a minute would), verified again, and the operations
+//     continue, retried with their keys.
+//
+// Everything the run does goes through the same operations, the setup
+// included (without kills), so that every line of every wallet must be
+// explained by one of them.
+package crashtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+)
+
+// Config is a run.
+type Config struct {
+	// Server is the xpromo-server binary to crash.
+	Server string
+	// Stores to run on, in order: "sqlite", "postgres".
+	Stores []string
+	// DatabaseURL is a PostgreSQL URL whose user may CREATE DATABASE: the
+	// run creates a fresh database on that server and drops it after.
+	DatabaseURL string
+	// Cycles is the number of kills (and restarts) per store.
+	Cycles int
+	// CrashOps are the kinds of operation sent while the server may be
+	// killed; the others run between kills (every kind runs, so that
+	// money keeps flowing: payouts need cleared installs).
+	CrashOps map[Kind]bool
+	// Workers send operations concurrently.
+	Workers int
+	// Per cycle: install claims, top-ups, adjustments.
+	Claims, TopUps, Adjustments int
+	// RetryFor bounds the time one operation spends retrying (not
+	// counting the wait for a restart); past it the operation is
+	// unresolved.
+	RetryFor time.Duration
+	// LeaseSkip is how far the test clock moves at each restart, besides
+	// being put back where the run had it: past the server's 60-second
+	// idempotency lease, so that a key whose request died with the server
+	// can be retried at once. 0 waits for whatever the server does.
+	LeaseSkip time.Duration
+	// Keep keeps each store's work directory (and PostgreSQL database)
+	// instead of removing it. A store that failed keeps its work
+	// directory (the server's log) anyway.
+	Keep bool
+	// Out receives the progress and the report; Verbose adds every
+	// problem found (else the first few of each store).
+	Out     io.Writer
+	Verbose bool
+}
+
+// The fixture's apps: each publisher asks for a payout every cycle (the
+// more payouts, the likelier a kill falls inside one).
+const publishers, advertisers = 4, 2
+
+// heartbeatShare is the share of installs that get their heartbeat: the
+// others are refunded when their window closes.
+const heartbeatShare = 0.85
+
+// Run crashes each store in turn and returns their reports. An error means
+// a store's run could not be carried out (its report says how far it
+// went).
+func Run(ctx context.Context, cfg Config) ([]*StoreReport, error) {
+	if cfg.Workers < 1 || cfg.Cycles < 0 || cfg.Claims < 0 || cfg.TopUps < 0 || cfg.Adjustments < 0 {
+		return nil, errors.New("crashtest: workers must be at least 1, counts not negative")
+	}
+	var reports []*StoreReport
+	var errs []error
+	for _, store := range cfg.Stores {
+		rep := runStore(ctx, cfg, store)
+		rep.Print(cfg.Out, cfg.Verbose)
+		reports = append(reports, rep)
+		if rep.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", store, rep.Err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return reports, errors.Join(errs...)
+}
+
+// harness is the run on one store.
+type harness struct {
+	cfg   Config
+	store string
+	run   string // random id of the run: in names, keys and notes
+	work  string // the store's work directory
+	srv   *server
+	// admin sends the operations: the admin token, no retries of the
+	// SDK's own (the harness retries, with the same key, and sees every
+	// answer). setup is the same with the SDK's retries, for the fixtures
+	// and the reads.
+	admin, setup *xpromo.Client
+	clock        deviceClock
+	offset       time.Duration // how far the run has moved the server's clock
+	gate         *gate
+	exec         executor
+	rep          *StoreReport
+
+	publishers  []*app
+	advertisers map[string]*app
+	advList     []*app
+	apps        []*app
+
+	ops     []*Op
+	seq     int
+	devices int
+	claims  map[*Op]claim
+	// installed are the last cycle's acknowledged claims, due their
+	// heartbeat in the next.
+	installed []*Op
+}
+
+func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
+	start := time.Now()
+	rep := &StoreReport{Store: store}
+	defer func() { rep.Duration = time.Since(start) }()
+	h := &harness{cfg: cfg, store: store, rep: rep, gate: newGate(), advertisers: map[string]*app{}, claims: map[*Op]claim{}}
+	h.exec = executor{gate: h.gate, retryFor: cfg.RetryFor}
+	h.run = randomHex(4)
+
+	var err error
+	if h.work, err = os.MkdirTemp("", "xpromo-crashtest-"+store+"-"); err != nil {
+		rep.Err = err
+		return rep
+	}
+	rep.WorkDir = h.work
+	defer func() {
+		// Kept for a look at the server's log when something failed.
+		if cfg.Keep || rep.Violations() > 0 {
+			return
+		}
+		_ = os.RemoveAll(h.work)
+		rep.WorkDir = ""
+	}()
+	port, err := freePort()
+	if err != nil {
+		rep.Err = err
+		return rep
+	}
+	h.srv = &server{
+		bin: cfg.Server, port: port, dataDir: h.work + "/data", token: randomHex(16), secret: randomHex(32),
+		logPath: h.work + "/server.log",
+	}
+	rep.ServerLog = h.srv.logPath
+	if store == StorePostgres {
+		url, drop, err := freshDatabase(ctx, cfg.DatabaseURL)
+		if err != nil {
+			rep.Err = err
+			return rep
+		}
+		h.srv.dbURL = url
+		rep.Database, rep.DatabaseKept = redact(url), cfg.Keep
+		if !cfg.Keep {
+			defer func() {
+				if err := drop(); err != nil {
+					fmt.Fprintf(cfg.Out, "crashtest: dropping %s: %v\n", redact(url), err)
+				}
+			}()
+		}
+	}
+	rep.Err = h.play(ctx)
+	if rep.Ops == nil { // the run stopped before its checks: what it did so far
+		rep.count(h.ops)
+	}
+	return rep
+}
+
+// play is the run: setup, the cycles, the settlement, the checks.
+func (h *harness) play(ctx context.Context) error {
+	if err := h.srv.start(ctx); err != nil {
+		return err
+	}
+	defer h.srv.stop()
+	defer h.closeAgents()
+	// One transport for all: the workers' connections are reused, and the
+	// kill breaks them all at once.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 4 * h.cfg.Workers
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	base := []xpromo.Option{xpromo.WithAdminToken(h.srv.token), xpromo.WithHTTPClient(hc), xpromo.WithUserAgent("xpromo-crashtest")}
+	h.admin = xpromo.NewClient(h.srv.baseURL(), append(base, xpromo.WithRetries(0))...)
+	h.setup = xpromo.NewClient(h.srv.baseURL(), base...)
+
+	fmt.Fprintf(h.cfg.Out, "crashtest %s: xpromo-server on %s, run %s, work directory %s\n", h.store, h.storeName(), h.run, h.work)
+	if err := h.setUp(ctx); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	for n := 1; n <= h.cfg.Cycles; n++ {
+		if err := h.cycle(ctx, n); err != nil {
+			return fmt.Errorf("cycle %d: %w", n, err)
+		}
+	}
+	if err := h.settle(ctx, h.cfg.Cycles+1); err != nil {
+		return fmt.Errorf("settling: %w", err)
+	}
+	return h.finish(ctx)
+}
+
+func (h *harness) storeName() string {
+	if h.srv.dbURL != "" {
+		return "PostgreSQL " + redact(h.srv.dbURL)
+	}
+	return "SQLite in " + h.srv.dataDir
+}
+
+// setUp registers the publishers and the advertisers, funds the
+// advertisers, and takes them live with installs played to clearing (an
+// approved advertiser may buy EUR 50 a day until then); then each bids
+// bidCents. All of it through the run's operations, without kills.
+func (h *harness) setUp(ctx context.Context) error {
+	state, err := h.setup.AdminGetClock(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the test clock: %w", err)
+	}
+	if !state.TestMode {
+		return errors.New("the server is not in test mode")
+	}
+	h.clock.follow(state.Now)
+	card, err := h.setup.GetRateCard(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the rate card: %w", err)
+	}
+	if len(card.Categories) == 0 {
+		return errors.New("the rate card lists no category")
+	}
+	category := card.Categories[0].Key
+	for i := range publishers {
+		a, err := h.register(ctx, "pub", i, category)
+		if err != nil {
+			return err
+		}
+		h.publishers = append(h.publishers, a)
+	}
+	for i := range advertisers {
+		a, err := h.register(ctx, "adv", i, "")
+		if err != nil {
+			return err
+		}
+		h.advertisers[a.ID] = a
+		h.advList = append(h.advList, a)
+	}
+	h.apps = append(slices.Clone(h.publishers), h.advList...)
+
+	var ops []*Op
+	for _, a := range h.advList {
+		ops = append(ops, h.topUpOp(0, a, fundCents))
+	}
+	if err := h.quiet(ctx, ops); err != nil {
+		return err
+	}
+	for _, a := range h.advList {
+		if _, err := a.setup.CreateCampaign(ctx, &xpromo.CreateCampaignRequest{AppID: a.ID, Categories: []string{category}, DailyBudgetCents: dailyBudgetCents}); err != nil {
+			return fmt.Errorf("creating %s's campaign: %w", a.ID, err)
+		}
+	}
+
+	// The warm-up: installs of each advertiser, claimed, activated and
+	// cleared.
+	need := map[string]int{}
+	for _, a := range h.advList {
+		need[a.ID] = warmUpInstalls
+	}
+	clicks, err := h.prepareClicks(ctx, 0, need)
+	if err != nil {
+		return err
+	}
+	if err := h.advance(ctx, installDelay); err != nil {
+		return err
+	}
+	ops = ops[:0]
+	for _, c := range clicks {
+		ops = append(ops, h.claimOp(0, c))
+	}
+	if err := h.quiet(ctx, ops); err != nil {
+		return err
+	}
+	if err := h.advance(ctx, activationDelay); err != nil {
+		return err
+	}
+	ops = ops[:0]
+	for _, c := range h.ops {
+		if c.Kind == KindClaim && c.Outcome == Acknowledged && c.State == xpromo.ChainInstalled {
+			ops = append(ops, h.heartbeatOp(0, c))
+		}
+	}
+	ops = append(ops, h.sweepOp(0))
+	if err := h.quiet(ctx, ops); err != nil {
+		return err
+	}
+	for _, a := range h.advList {
+		got, err := h.setup.AdminGetApp(ctx, a.ID)
+		if err != nil {
+			return fmt.Errorf("reading advertiser %s: %w", a.ID, err)
+		}
+		if got.Status != xpromo.AppStatusLive {
+			return fmt.Errorf("advertiser %s is %s after its warm-up installs cleared, not live", a.ID, got.Status)
+		}
+		bid := int64(bidCents)
+		if _, err := a.setup.CreateCampaign(ctx, &xpromo.CreateCampaignRequest{AppID: a.ID, Categories: []string{category}, DailyBudgetCents: dailyBudgetCents, MaxBidCents: &bid}); err != nil {
+			return fmt.Errorf("creating %s's bidding campaign: %w", a.ID, err)
+		}
+	}
+	fmt.Fprintf(h.cfg.Out, "crashtest %s: setup done: %d publishers, %d live advertisers, %d operations\n", h.store, publishers, advertisers, len(h.ops))
+	return nil
+}
+
+// quiet runs ops between kills and fails on any that did not end
+// acknowledged or refused (the setup needs them).
+func (h *harness) quiet(ctx context.Context, ops []*Op) error {
+	if _, err := h.phase(ctx, ops, 0, false); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.Outcome == Unresolved {
+			return fmt.Errorf("%s got no answer without any kill: %s", op, op.Code)
+		}
+	}
+	return nil
+}
+
+// cycle is one crash cycle (see the package comment).
+func (h *harness) cycle(ctx context.Context, n int) error {
+	t0 := time.Now()
+	if err := h.srv.alive(); err != nil {
+		return err
+	}
+	due := h.installed
+	h.installed = nil
+	if len(due) > 0 {
+		if err := h.advance(ctx, activationDelay); err != nil {
+			return err
+		}
+	}
+	clicks, err := h.prepareClicks(ctx, h.cfg.Claims, nil)
+	if err != nil {
+		return err
+	}
+	if err := h.advance(ctx, installDelay); err != nil {
+		return err
+	}
+
+	var ops []*Op
+	for _, c := range due {
+		if mrand.Float64() < heartbeatShare {
+			ops = append(ops, h.heartbeatOp(n, c))
+		}
+	}
+	ops = append(ops, h.sweepOp(n))
+	var middle []*Op
+	for _, c := range clicks {
+		middle = append(middle, h.claimOp(n, c))
+	}
+	for range h.cfg.TopUps {
+		a := h.advList[mrand.IntN(len(h.advList))]
+		middle = append(middle, h.topUpOp(n, a, xpromo.MinTopUpCents+mrand.Int64N(15_000)))
+	}
+	for range h.cfg.Adjustments {
+		a := h.apps[mrand.IntN(len(h.apps))]
+		amount := 100 + mrand.Int64N(4_900)
+		if mrand.IntN(10) < 3 {
+			amount = -amount
+		}
+		middle = append(middle, h.adjustmentOp(n, a, amount))
+	}
+	for _, a := range h.publishers {
+		middle = append(middle, h.payoutOp(n, a))
+	}
+	mrand.Shuffle(len(middle), func(i, j int) { middle[i], middle[j] = middle[j], middle[i] })
+	ops = append(ops, middle...)
+	ops = append(ops, h.sweepOp(n))
+
+	// The kinds not to crash go out first, between kills.
+	var quiet, loud []*Op
+	for _, op := range ops {
+		if h.cfg.CrashOps[op.Kind] {
+			op.Crash = true
+			loud = append(loud, op)
+		} else {
+			quiet = append(quiet, op)
+		}
+	}
+	if _, err := h.phase(ctx, quiet, n, false); err != nil {
+		return err
+	}
+	k, err := h.phase(ctx, loud, n, true)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if op.Kind == KindClaim && op.Outcome == Acknowledged && op.State == xpromo.ChainInstalled {
+			h.installed = append(h.installed, op)
+		}
+	}
+	h.rep.Cycles++
+	h.rep.Kills = append(h.rep.Kills, k)
+	fmt.Fprintf(h.cfg.Out, "crashtest %s: cycle %d/%d: %d operations (%d under the kill); %s, %d in flight; restarted in %s; verify %s; %s\n",
+		h.store, n, h.cfg.Cycles, len(ops), len(loud), k.describe(), k.InFlight,
+		k.Restart.Round(time.Millisecond), k.verdicts(), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// Kill is what one kill found and did.
+type Kill struct {
+	Aim      Kind          // the kind the cycle aimed at
+	Target   Kind          // the kind of the operation it fell in ("" when none went out)
+	Delay    time.Duration // from that operation going out to the kill
+	InFlight int           // operations between their first attempt and their answer
+	Restart  time.Duration // from the kill to the server answering again, clock put back
+	Verify   []VerifyRun   // after the kill, after the restart
+}
+
+func (k Kill) describe() string {
+	if k.Target == "" {
+		return "killed with no operation to aim at"
+	}
+	a := "a"
+	if strings.ContainsRune("aeiou", rune(k.Target[0])) {
+		a = "an"
+	}
+	return fmt.Sprintf("killed %s after %s %s went out", k.Delay.Round(100*time.Microsecond), a, k.Target)
+}
+
+func (k Kill) verdicts() string {
+	s := ""
+	for i, v := range k.Verify {
+		if i > 0 {
+			s += "/"
+		}
+		if v.OK() {
+			s += "ok"
+		} else {
+			s += fmt.Sprintf("FAILED(%d)", v.Exit)
+		}
+	}
+	return s
+}
+
+// killOrder is the order in which the cycles aim their kill at a kind of
+// operation (among those sent under the kill): the ones the issue found
+// fragile first, so that even a short run aims at them.
+var killOrder = []Kind{KindAdjustment, KindPayout, KindHeartbeat, KindClaim, KindTopUp, KindSweep}
+
+// phase sends ops from the workers and returns when each has its outcome.
+// With kill, it kills the server once and starts it again: the cycle aims
+// at a kind (killOrder, in turn), and the kill falls inside one of its
+// operations, picked at random, a random delay after it went out (up to
+// one and a half times the kind's usual duration), while the other
+// workers are busy with theirs.
+func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (Kill, error) {
+	if len(ops) == 0 && !kill {
+		return Kill{}, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var target *Op
+	var k Kill
+	if kill && len(ops) > 0 {
+		var aims []Kind
+		for _, kind := range killOrder {
+			if h.cfg.CrashOps[kind] {
+				aims = append(aims, kind)
+			}
+		}
+		k.Aim = aims[(cycle-1)%len(aims)]
+		var candidates []*Op
+		for _, op := range ops {
+			if op.Kind == k.Aim {
+				candidates = append(candidates, op)
+			}
+		}
+		if len(candidates) == 0 {
+			candidates = ops // none of the kind this cycle: any
+		}
+		target = candidates[mrand.IntN(len(candidates))]
+		k.Target = target.Kind
+		k.Delay = mrand.N(h.exec.typical(target.Kind) * 3 / 2)
+	}
+	var inFlight atomic.Int64
+	var once sync.Once
+	killed := make(chan Kill, 1)
+	trigger := func() {
+		once.Do(func() {
+			go func() {
+				time.Sleep(k.Delay)
+				k, err := h.killAndRestart(ctx, cycle, k, &inFlight)
+				if err != nil {
+					cancel(err)
+				}
+				killed <- k
+			}()
+		})
+	}
+	queue := make(chan *Op)
+	var wg sync.WaitGroup
+	for range h.cfg.Workers {
+		wg.Go(func() {
+			for op := range queue {
+				h.exec.run(ctx, op, func() {
+					inFlight.Add(1)
+					if op == target {
+						trigger()
+					}
+				})
+				inFlight.Add(-1)
+			}
+		})
+	}
+	for _, op := range ops {
+		queue <- op
+	}
+	close(queue)
+	wg.Wait()
+	if kill {
+		trigger() // when the target never went out (or there was none)
+		k = <-killed
+	}
+	return k, context.Cause(ctx)
+}
+
+// killAndRestart shuts the gate, kills the server, verifies the ledger it
+// left, starts it again, puts its clock back, verifies again and opens
+// the gate.
+func (h *harness) killAndRestart(ctx context.Context, cycle int, k Kill, inFlight *atomic.Int64) (Kill, error) {
+	h.gate.shut()
+	defer h.gate.reopen()
+	k.InFlight = int(inFlight.Load())
+	if err := h.srv.kill(); err != nil {
+		return k, fmt.Errorf("killing the server: %w", err)
+	}
+	k.Verify = append(k.Verify, h.srv.verify(ctx, fmt.Sprintf("after kill %d", cycle)))
+	rt := time.Now()
+	if err := h.srv.start(ctx); err != nil {
+		return k, fmt.Errorf("restarting the server: %w", err)
+	}
+	// The test clock lives in the process: put it back where the run had
+	// it (from wherever the new process starts it), and past the
+	// idempotency lease.
+	state, err := h.setup.AdminGetClock(ctx)
+	if err != nil {
+		return k, fmt.Errorf("reading the restarted server's clock: %w", err)
+	}
+	h.offset += h.cfg.LeaseSkip
+	if err := h.moveClock(ctx, h.offset-time.Duration(state.OffsetSeconds)*time.Second); err != nil {
+		return k, err
+	}
+	k.Restart = time.Since(rt)
+	k.Verify = append(k.Verify, h.srv.verify(ctx, fmt.Sprintf("after restart %d", cycle)))
+	h.rep.Verifies = append(h.rep.Verifies, k.Verify...)
+	return k, nil
+}
+
+// settle ends the run: the last installs get their heartbeats, a sweep
+// and a payout per publisher go out, then the clock moves past every
+// chain's 72-hour window and a last sweep settles them all.
+func (h *harness) settle(ctx context.Context, n int) error {
+	due := h.installed
+	h.installed = nil
+	if err := h.advance(ctx, activationDelay); err != nil {
+		return err
+	}
+	var ops []*Op
+	for _, c := range due {
+		if mrand.Float64() < heartbeatShare {
+			ops = append(ops, h.heartbeatOp(n, c))
+		}
+	}
+	if _, err := h.phase(ctx, append(ops, h.sweepOp(n)), n, false); err != nil {
+		return err
+	}
+	ops = ops[:0]
+	for _, a := range h.publishers {
+		ops = append(ops, h.payoutOp(n, a))
+	}
+	if _, err := h.phase(ctx, ops, n, false); err != nil {
+		return err
+	}
+	if err := h.advance(ctx, settleDelay); err != nil {
+		return err
+	}
+	_, err := h.phase(ctx, []*Op{h.sweepOp(n)}, n, false)
+	return err
+}
+
+// finish reads every wallet, stops the server, verifies the ledger once
+// more, looks for pending payouts and checks the run's operations against
+// the wallets.
+func (h *harness) finish(ctx context.Context) error {
+	ledgers := map[string][]xpromo.LedgerLine{}
+	for _, a := range h.apps {
+		for l, err := range a.setup.LedgerLines(ctx, a.ID, &xpromo.LedgerParams{Limit: xpromo.MaxLedgerLimit}) {
+			if err != nil {
+				return fmt.Errorf("reading %s's ledger: %w", a.ID, err)
+			}
+			ledgers[a.ID] = append(ledgers[a.ID], l)
+		}
+	}
+	h.closeAgents()
+	h.srv.stop()
+	h.rep.Verifies = append(h.rep.Verifies, h.srv.verify(ctx, "at the end"))
+	ids := make([]string, len(h.apps))
+	for i, a := range h.apps {
+		ids[i] = a.ID
+	}
+	pending, err := pendingPayouts(ctx, h.srv, ids)
+	if err != nil {
+		return err
+	}
+	h.rep.PendingPayouts = pending
+	h.rep.count(h.ops)
+	h.rep.Findings = Check(h.ops, ledgers)
+	for _, l := range ledgers {
+		h.rep.Lines += len(l)
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
