@@ -49,10 +49,23 @@ type effect struct {
 // "checkout <session id>".
 const checkoutNotePrefix = "checkout "
 
+// A payout's wallet lines (docs/payments.md): the reservation, "payout
+// <payout id>" (−amount), and, when the transfer was refused, its return,
+// "payout <payout id> returned: <why>" (+amount).
+const (
+	payoutNotePrefix = "payout "
+	payoutReturned   = " returned: "
+)
+
+// linePayoutReturn is the effect type of a payout's return line (a payout
+// line too, told apart by its note).
+const linePayoutReturn xpromo.LineType = "payout(returned)"
+
 // effectOf identifies a line of app's wallet: a topup by its checkout
 // session (in the note), an adjustment by its note (unique per operation),
-// escrow, charge and earn lines by their chain, a payout by its transfer
-// id (the note). ok is false for a line that names none of these.
+// escrow, charge and earn lines by their chain, a payout's reservation
+// and return by its payout id (the note). ok is false for a line that
+// names none of these.
 func effectOf(app string, l xpromo.LedgerLine) (e effect, ok bool) {
 	e = effect{typ: l.Type, app: app}
 	note, chain := deref(l.Note), deref(l.EventChainID)
@@ -66,7 +79,10 @@ func effectOf(app string, l xpromo.LedgerLine) (e effect, ok bool) {
 	case xpromo.LineEscrowHold, xpromo.LineEscrowRelease, xpromo.LineCharge, xpromo.LineEarn:
 		e.id, ok = chain, chain != ""
 	case xpromo.LinePayout:
-		e.id, ok = note, note != ""
+		e.id, ok = strings.CutPrefix(note, payoutNotePrefix)
+		if id, _, returned := strings.Cut(e.id, payoutReturned); returned {
+			e.typ, e.id = linePayoutReturn, id
+		}
 	}
 	return e, ok
 }
@@ -85,10 +101,13 @@ func deref(p *string) string {
 //
 //   - an acknowledged operation's effect is there exactly once: a top-up's
 //     topup line, an adjustment's line (its note, its amount), a claim's
-//     escrow_hold, a payout's payout line (its transfer id, its amount);
+//     escrow_hold, a payout's reservation line (its payout id, its amount)
+//     and no return of it;
 //   - each acknowledged claim's chain is settled once: one escrow_release,
 //     and one charge and one earn exactly when a heartbeat activated it;
 //   - a refused operation has no effect; an unresolved one at most one;
+//   - a payout reserved and returned (its transfer refused) nets zero and
+//     explains itself: both lines, once each, of one payout id;
 //   - every other line is unexplained.
 func Check(ops []*Op, ledgers map[string][]xpromo.LedgerLine) Findings {
 	c := checker{
@@ -139,12 +158,25 @@ func Check(ops []*Op, ledgers map[string][]xpromo.LedgerLine) Findings {
 		case KindPayout:
 			switch op.Outcome {
 			case Acknowledged:
-				c.judge(op, []effect{{xpromo.LinePayout, op.App, op.Transfer}}, 1, KindPayout, KindPayout, -op.Amount)
+				c.judge(op, []effect{{xpromo.LinePayout, op.App, op.Payout}}, 1, KindPayout, KindPayout, -op.Amount)
+				c.judge(op, []effect{{linePayoutReturn, op.App, op.Payout}}, 0, KindPayout, KindPayout, 0)
 			case Unresolved:
 				unresolvedPayouts[op.App]++
 			case Refused:
 				refusedPayouts[op.App] = append(refusedPayouts[op.App], fmt.Sprintf("#%d %s", op.Seq, op.Code))
 			}
+		}
+	}
+
+	// A payout reserved and returned once each nets zero: explained.
+	for e := range c.lines {
+		if e.typ != linePayoutReturn || c.explained[e] {
+			continue
+		}
+		reserve := effect{xpromo.LinePayout, e.app, e.id}
+		if len(c.lines[e]) == 1 && len(c.lines[reserve]) == 1 && !c.explained[reserve] &&
+			c.lines[e][0].AmountCents == -c.lines[reserve][0].AmountCents {
+			c.explained[e], c.explained[reserve] = true, true
 		}
 	}
 

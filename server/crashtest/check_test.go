@@ -69,8 +69,11 @@ func clean() *fake {
 	f.op(Op{Kind: KindClaim, App: adv, Outcome: Refused, Code: "fraud_device_reused"})
 
 	f.op(Op{Kind: KindSweep, Outcome: Acknowledged})
-	f.op(Op{Kind: KindPayout, App: pub, Outcome: Acknowledged, Transfer: "tr_1", Amount: 3200})
-	f.line(pub, xpromo.LinePayout, -3200, "", "tr_1")
+	f.op(Op{Kind: KindPayout, App: pub, Outcome: Acknowledged, Transfer: "tr_1", Payout: "po_1", Amount: 3200})
+	f.line(pub, xpromo.LinePayout, -3200, "", "payout po_1")
+	// A payout whose transfer was refused, returned: it nets zero.
+	f.line(pub, xpromo.LinePayout, -1000, "", "payout po_refused")
+	f.line(pub, xpromo.LinePayout, 1000, "", "payout po_refused returned: the processor refused")
 	f.op(Op{Kind: KindPayout, App: pub, Outcome: Refused, Code: "below_minimum"})
 	return f
 }
@@ -171,7 +174,7 @@ func TestCheckFindsWhatWentWrong(t *testing.T) {
 	}, {
 		name: "a payout whose answer was lost, retried into below_minimum",
 		spoil: func(f *fake) {
-			f.line(pub, xpromo.LinePayout, -6000, "", "tr_lost")
+			f.line(pub, xpromo.LinePayout, -6000, "", "payout po_lost")
 		},
 		unexplained:     1,
 		problemMentions: "no operation of the run explains it",
@@ -181,6 +184,12 @@ func TestCheckFindsWhatWentWrong(t *testing.T) {
 			drop(f, pub, xpromo.LinePayout, "")
 		},
 		lost: map[Kind]int{KindPayout: 1},
+	}, {
+		name: "an acknowledged payout returned as well",
+		spoil: func(f *fake) {
+			f.line(pub, xpromo.LinePayout, 3200, "", "payout po_1 returned: the processor refused")
+		},
+		unexplained: 1,
 	}, {
 		name: "a line of a type the run never causes",
 		spoil: func(f *fake) {
@@ -221,12 +230,12 @@ func TestCheckUnresolvedOperations(t *testing.T) {
 	f.op(Op{Kind: KindAdjustment, App: adv, Outcome: Unresolved, Amount: 100, Note: "adj 3"})
 	f.line(adv, xpromo.LineAdjustment, 100, "", "adj 3")
 	f.op(Op{Kind: KindPayout, App: pub, Outcome: Unresolved, Code: "payout_in_progress"})
-	f.line(pub, xpromo.LinePayout, -5000, "", "tr_unresolved")
+	f.line(pub, xpromo.LinePayout, -5000, "", "payout po_unresolved")
 	if got := Check(f.ops, f.ledgers); !got.OK() {
 		t.Fatalf("an unresolved operation applied once is a finding: %+v", got)
 	}
 	f.line(adv, xpromo.LineAdjustment, 100, "", "adj 3")
-	f.line(pub, xpromo.LinePayout, -5000, "", "tr_second")
+	f.line(pub, xpromo.LinePayout, -5000, "", "payout po_second")
 	got := Check(f.ops, f.ledgers)
 	if got.Doubled[KindAdjustment] != 1 || got.Unexplained != 1 {
 		t.Fatalf("unresolved operations applied twice: %+v", got)

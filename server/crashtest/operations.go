@@ -176,7 +176,7 @@ func (h *harness) payoutOp(cycle int, a *app) *Op {
 		if err != nil {
 			return err
 		}
-		op.Transfer, op.Amount = r.TransferID, r.AmountCents
+		op.Transfer, op.Payout, op.Amount = r.TransferID, r.PayoutID, r.AmountCents
 		return nil
 	}
 	return op

@@ -97,6 +97,7 @@ type Op struct {
 	Publisher string            // claim: the chain's publisher
 	State     xpromo.ChainState // claim, heartbeat: the chain's state as answered
 	Transfer  string            // payout: the transfer id answered
+	Payout    string            // payout: the payout id answered
 
 	// send makes one attempt: the same keys and the same body every time.
 	// It records what a 2xx answered in the Op.
