@@ -1,12 +1,18 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,6 +136,82 @@ func TestDecodeJSONOrder(t *testing.T) {
 		s.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	assert.Equal(t, []string{apperr.UnknownField, apperr.InvalidName, apperr.DuplicateField}, got)
+}
+
+// syncLog is a log buffer the server and the test share.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A client that goes away is a client abort: logged at INFO, counted as
+// 499, no "internal error", and no answer written (one written would be
+// stored for an Idempotency-Key and replayed).
+func TestClientAbort(t *testing.T) {
+	log := &syncLog{}
+	s := New(Config{Store: nopStore{}, Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	started := make(chan struct{})
+	s.Router().Get("/v1/slow", func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done() // a store call the client's departure cancels
+		s.writeErr(w, r, fmt.Errorf("postgres: reading: %w", r.Context().Err()))
+	})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/slow", nil)
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		errc <- err
+	}()
+	<-started
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+
+	// The server finishes the request on its own goroutine: wait for its
+	// access log line.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), `"msg":"http request"`) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	out := log.String()
+	assert.Contains(t, out, `"level":"INFO","msg":"client closed request"`)
+	assert.Contains(t, out, `"status":499`)
+	assert.NotContains(t, out, `"level":"ERROR"`)
+	assert.NotContains(t, out, "internal error")
+
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	assert.Contains(t, rec.Body.String(), `xpromo_http_requests_total{method="GET",route="/v1/slow",status="499"} 1`)
+}
+
+// The same failure without a departed client stays an internal error.
+func TestInternalErrorIsNotAnAbort(t *testing.T) {
+	s := New(Config{Store: nopStore{}})
+	s.Router().Get("/v1/fail", func(w http.ResponseWriter, r *http.Request) {
+		s.writeErr(w, r, errors.New("postgres: reading: "+context.Canceled.Error()))
+	})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/fail", nil))
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 }
 
 // Error messages quote what the client sent; they are cut at

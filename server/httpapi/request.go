@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -94,15 +96,31 @@ func jsonKind(goKind string) string {
 	}
 }
 
+// StatusClientClosedRequest is nginx's status for a request whose client
+// went away before the answer: it appears in the access log and the
+// metrics, never on the wire.
+const StatusClientClosedRequest = 499
+
 // maxMessageRunes bounds an error message: messages quote what the client
 // sent, and a client must not get a megabyte back, nor put one in the log.
 const maxMessageRunes = 1000
 
 // writeErr answers with err as the API's Error body. Errors without an
-// application code are logged and answered as a 500 that reveals nothing.
+// application code are logged and answered as a 500 that reveals nothing,
+// unless the client has gone: then the request is a client abort (INFO,
+// status 499 in the access log) and no answer is written.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var e *apperr.Error
-	if !errors.As(err, &e) {
+	isApp := errors.As(err, &e)
+	if clientGone(r, err, isApp) {
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "client closed request", errAttr(err), attrRequestID(r.Context()))
+		// Abort rather than write: nobody reads the answer, and an answer
+		// written here would be stored for the request's Idempotency-Key
+		// and replayed to the client's retry. net/http closes the
+		// connection quietly; idempotent releases the key.
+		panic(http.ErrAbortHandler)
+	}
+	if !isApp {
 		s.log.ErrorContext(r.Context(), "internal error", "err", err, "request_id", w.Header().Get(RequestIDHeader))
 		writeError(w, http.StatusInternalServerError, apperr.Internal, "internal error; quote request id "+w.Header().Get(RequestIDHeader))
 		return
@@ -121,6 +139,16 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeJSON(w, status, body)
+}
+
+// clientGone reports whether err is the failure of a request its client
+// cancelled (it closed the connection): the request's context is cancelled
+// and err is that cancellation, or an error without an application code.
+func clientGone(r *http.Request, err error, isApp bool) bool {
+	if !errors.Is(r.Context().Err(), context.Canceled) {
+		return false
+	}
+	return !isApp || errors.Is(err, context.Canceled)
 }
 
 // clip shortens an error message to maxMessageRunes characters.
