@@ -226,3 +226,20 @@ func TestMessagesAreClipped(t *testing.T) {
 	assert.Equal(t, maxMessageRunes+1, len([]rune(body.Error.Message)))
 	assert.True(t, strings.HasSuffix(body.Error.Message, "…"))
 }
+
+// Through the in-process transport (the MCP tools' SDK client), an aborted
+// request is the context's error, as a network client sees it; the abort
+// does not escape as a panic.
+func TestInProcessAbortIsTheContextError(t *testing.T) {
+	s := New(Config{Store: nopStore{}})
+	s.Router().Get("/v1/slow", func(w http.ResponseWriter, r *http.Request) {
+		s.writeErr(w, r, fmt.Errorf("store: %w", r.Context().Err()))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://in-process/v1/slow", nil)
+	require.NoError(t, err)
+	res, err := s.InProcessTransport().RoundTrip(req)
+	assert.Nil(t, res)
+	assert.ErrorIs(t, err, context.Canceled)
+}
