@@ -28,7 +28,7 @@ import (
 // does not assert formats, so the API judges dates, URLs and emails.
 var checkedKeywords = []string{
 	"type", "enum", "const", "minimum", "maximum", "minLength", "maxLength",
-	"pattern", "minItems", "items",
+	"pattern", "minItems", "maxItems", "items",
 	"description", "format", "default",
 }
 
@@ -117,6 +117,11 @@ func check(s schema, v any, path string) (keyword, message string) {
 		return "const", fmt.Sprintf("%s must be %s", path, show(c))
 	}
 	if n, ok := asRat(v); ok {
+		if slices.Contains(typeList(s["type"]), "integer") && n.IsInt() && !n.Num().IsInt64() {
+			// As the API refuses it (and before any bound): no integer of
+			// the API is wider than 64 bits.
+			return "type", fmt.Sprintf("%s must be an integer of at most 64 bits, not %s", path, n.RatString())
+		}
 		if m, ok := asRat(s["minimum"]); ok && n.Cmp(m) < 0 {
 			return "minimum", fmt.Sprintf("%s must be at least %s, not %s", path, m.RatString(), n.RatString())
 		}
@@ -144,6 +149,9 @@ func check(s schema, v any, path string) (keyword, message string) {
 	if arr, ok := v.([]any); ok {
 		if m, ok := asInt(s["minItems"]); ok && len(arr) < m {
 			return "minItems", fmt.Sprintf("%s must list at least %d item(s)", path, m)
+		}
+		if m, ok := asInt(s["maxItems"]); ok && len(arr) > m {
+			return "maxItems", fmt.Sprintf("%s must list at most %d items", path, m)
 		}
 		if items, ok := s["items"].(schema); ok {
 			for i, e := range arr {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -230,7 +231,16 @@ func TestRefusedArguments(t *testing.T) {
 		{"create_campaign", campaign("daily_budget_cents", 1000.5), "invalid_type"},
 		{"create_campaign", campaign("daily_budget_cents", nil), "missing_field"},
 		{"create_campaign", campaign("categories", []any{}), "invalid_category"},
-		{"create_campaign", campaign("categories", []any{""}), "unknown_category"},
+		{"create_campaign", campaign("categories", []any{""}), "invalid_category"},
+		{"create_campaign", campaign("categories", []any{strings.Repeat("k", 65)}), "invalid_category"},
+		{"create_campaign", campaign("categories", manyCategories(201)), "too_long"},
+		{"create_campaign", campaign("daily_budget_cents", 10_000_000_001), "invalid_amount"},
+		{"create_campaign", campaign("max_bid_cents", 0), "bid_below_floor"},
+		{"create_campaign", campaign("app_id", strings.Repeat("a", 65)), "too_long"},
+		{"register_app", register("name", strings.Repeat("n", 201)), "invalid_name"},
+		{"register_app", register("category", ""), "invalid_category"},
+		{"top_up", map[string]any{"app_id": "app_1", "amount_cents": 10_000_001}, "invalid_amount"},
+		{"get_score", map[string]any{"app_id": strings.Repeat("a", 65)}, "not_found"},
 		{"create_campaign", campaign("categories", []any{1}), "invalid_type"},
 		{"create_campaign", campaign("app_id", ""), "missing_field"},
 		{"create_campaign", campaign("colour", "blue"), "unknown_field"},
@@ -264,8 +274,18 @@ func TestRefusedArguments(t *testing.T) {
 	}
 }
 
-// A number too large for 64 bits passes the schema (an integer) but not the
-// tool.
+// A number too large for 64 bits is an invalid_type, as the API answers it,
+// whatever the bounds of its argument.
+
+// manyCategories lists n category keys.
+func manyCategories(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("k%d", i)
+	}
+	return out
+}
+
 func TestHugeInteger(t *testing.T) {
 	c := connect(t, newTestServer(t))
 	res := call(t, c, "top_up", json.RawMessage(`{"app_id":"app_1","amount_cents":123456789012345678901234567890}`))

@@ -2,7 +2,10 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
 // The JSON Schemas of the tools. Each mirrors the REST operation of the
@@ -79,6 +82,27 @@ const (
 	codeInvalidCursor         = "invalid_cursor"
 	codeInvalidPeriod         = "invalid_period"
 	codeInvalidIdempotencyKey = "invalid_idempotency_key"
+	codeInvalidAmount         = "invalid_amount"
+	codeInvalidName           = "invalid_name"
+	codeInvalidBundleID       = "invalid_bundle_id"
+	codeInvalidDomain         = "invalid_domain"
+	codeInvalidURL            = "invalid_url"
+	codeInvalidEmail          = "invalid_email"
+	codeInvalidPaymentHeader  = "invalid_payment_header"
+	codeTooLong               = "too_long"
+)
+
+// Bounds openapi.json declares (its input policy, docs/errors.md), repeated
+// here: the wire test compares the schemas keyword by keyword.
+const (
+	maxIDLength       = 64
+	maxDateTimeLength = 35
+	maxURLLength      = 2048
+	maxCents          = 10_000_000_000 // budgets, bids, prices
+	maxFloorCents     = 1_000_000
+	maxTopUpCents     = 10_000_000
+	maxInt64          = math.MaxInt64
+	minInt64          = -math.MaxInt64
 )
 
 // Building blocks.
@@ -90,14 +114,23 @@ func withDesc(s schema, desc string) schema {
 	return s
 }
 
-func str(desc string) schema          { return withDesc(schema{"type": "string"}, desc) }
-func nonEmpty(desc string) schema     { return withDesc(schema{"type": "string", "minLength": 1}, desc) }
-func strFormat(f, desc string) schema { return withDesc(schema{"type": "string", "format": f}, desc) }
-func number(desc string) schema       { return withDesc(schema{"type": "number"}, desc) }
-func boolean(desc string) schema      { return withDesc(schema{"type": "boolean"}, desc) }
-func cents(desc string) schema        { return withDesc(schema{"type": "integer", "format": "int64"}, desc) }
-func nullableString(desc string) schema {
-	return withDesc(schema{"type": []any{"string", "null"}}, desc)
+func str(max int, desc string) schema {
+	return withDesc(schema{"type": "string", "maxLength": max}, desc)
+}
+func nonEmpty(max int, desc string) schema {
+	return withDesc(schema{"type": "string", "minLength": 1, "maxLength": max}, desc)
+}
+func strFormat(f string, max int, desc string) schema {
+	return withDesc(schema{"type": "string", "format": f, "maxLength": max}, desc)
+}
+func dateTime(desc string) schema { return strFormat("date-time", maxDateTimeLength, desc) }
+func number(desc string) schema   { return withDesc(schema{"type": "number"}, desc) }
+func boolean(desc string) schema  { return withDesc(schema{"type": "boolean"}, desc) }
+func cents(min, max int64, desc string) schema {
+	return withDesc(schema{"type": "integer", "format": "int64", "minimum": min, "maximum": max}, desc)
+}
+func nullableString(max int, desc string) schema {
+	return withDesc(schema{"type": []any{"string", "null"}, "maxLength": max}, desc)
 }
 
 func enum(desc string, values ...string) schema {
@@ -112,8 +145,8 @@ func constant(typ string, v any, desc string) schema {
 	return withDesc(schema{"type": typ, "const": v}, desc)
 }
 
-func array(items schema, desc string) schema {
-	return withDesc(schema{"type": "array", "items": items}, desc)
+func array(items schema, maxItems int, desc string) schema {
+	return withDesc(schema{"type": "array", "items": items, "maxItems": maxItems}, desc)
 }
 
 // object is an output object: every property listed in required must be
@@ -142,13 +175,13 @@ func allRequired(desc string, props schema) schema { return object(desc, keys(pr
 // Parameters shared by several tools.
 
 func appIDParam() param {
-	return param{name: "app_id", required: true, code: codeMissingField,
-		schema: nonEmpty("The app's id (app_id of register_app). The API key acts on its own app only: another app's id answers not_found, like a missing one.")}
+	return param{name: "app_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": xpromo.CodeNotFound},
+		schema: nonEmpty(maxIDLength, "The app's id (app_id of register_app). The API key acts on its own app only: another app's id answers not_found, like a missing one.")}
 }
 
 func campaignIDParam() param {
-	return param{name: "campaign_id", required: true, code: codeMissingField,
-		schema: nonEmpty("The campaign's id (campaign_id of create_campaign). Another app's campaign answers not_found.")}
+	return param{name: "campaign_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": xpromo.CodeNotFound},
+		schema: nonEmpty(maxIDLength, "The campaign's id (campaign_id of create_campaign). Another app's campaign answers not_found.")}
 }
 
 // idempotencyKeyParam is the Idempotency-Key header of every POST.
@@ -179,10 +212,10 @@ func lineTypeSchema() schema {
 
 func registerAppResponseSchema() schema {
 	return allRequired("The registered app: its id and its API key.", schema{
-		"app_id":         str("Opaque identifier; do not parse."),
-		"api_key":        str("The bearer credential of this app, shown only once: store it (e.g. as XPROMO_API_KEY of the MCP server)."),
+		"app_id":         str(maxIDLength, "Opaque identifier; do not parse."),
+		"api_key":        str(64, "The bearer credential of this app, shown only once: store it (e.g. as XPROMO_API_KEY of the MCP server)."),
 		"status":         constant("string", "pending", "Always pending: the vetting gate and a scoring job are queued."),
-		"scoring_job_id": str(""),
+		"scoring_job_id": str(maxIDLength, ""),
 	})
 }
 
@@ -216,8 +249,8 @@ func scoreSchema() schema {
 			"description": "Replaces reputation after 500 installs traded; null before.",
 			"oneOf":       []any{behavior, schema{"type": "null"}},
 		},
-		"reasons":        array(schema{"type": "string"}, "Reason codes."),
-		"next_review_at": strFormat("date-time", ""),
+		"reasons":        array(str(200, ""), 100, "Reason codes."),
+		"next_review_at": dateTime(""),
 	})
 }
 
@@ -227,11 +260,11 @@ func rateCardSchema() schema {
 		"take_rate":    constant("number", 0.3, "Share kept by the service of each cleared install."),
 		"credit_bonus": constant("number", 1.2, "Multiplier when earnings are taken as credits."),
 		"categories": array(allRequired("", schema{
-			"key":             str("Category key, as used in create_campaign's categories."),
-			"label":           str(""),
-			"floor_cents_min": cents("Lowest floor of the category across platforms."),
-			"floor_cents_max": cents("Highest floor of the category across platforms."),
-		}), ""),
+			"key":             str(64, "Category key, as used in create_campaign's categories."),
+			"label":           str(200, ""),
+			"floor_cents_min": cents(1, maxFloorCents, "Lowest floor of the category across platforms."),
+			"floor_cents_max": cents(1, maxFloorCents, "Highest floor of the category across platforms."),
+		}), 200, ""),
 		"reserved_floor_share": constant("number", 0.3, "Share of each category's inventory sold only at floor, never auctioned."),
 		"pricing_model":        constant("string", "floor_plus_second_price", ""),
 	})
@@ -239,57 +272,57 @@ func rateCardSchema() schema {
 
 func networkStatsSchema() schema {
 	return allRequired("Network-wide figures.", schema{
-		"period":        str("The window the figures cover."),
+		"period":        str(32, "The window the figures cover."),
 		"clearing_rate": number("Share of install claims that survive to activated_48h."),
 		"fraud_pct":     number("Share of chains rejected by a fraud rule."),
-		"avg_cpi_by_category": withDesc(schema{"type": "object", "additionalProperties": cents("")},
+		"avg_cpi_by_category": withDesc(schema{"type": "object", "additionalProperties": cents(0, maxCents, "")},
 			"Map from category key to average cost per cleared install in cents."),
 	})
 }
 
 func integrationGuideSchema() schema {
 	return allRequired("The SDK quickstart.", schema{
-		"markdown": str("The integration guide, as markdown (the text/markdown body of GET /v1/integration-guide)."),
+		"markdown": str(1<<20, "The integration guide, as markdown (the text/markdown body of GET /v1/integration-guide)."),
 	})
 }
 
 func ledgerLineSchema() schema {
 	return allRequired("One line of the app's append-only ledger.", schema{
-		"id":                  str(""),
-		"ts":                  strFormat("date-time", ""),
+		"id":                  str(maxIDLength, ""),
+		"ts":                  dateTime(""),
 		"type":                lineTypeSchema(),
-		"amount_cents":        cents("Signed: positive credits the app's wallet."),
-		"counterparty_app_id": nullableString(""),
-		"event_chain_id":      nullableString("The event chain (two ed25519 signatures) behind the line, if any."),
-		"balance_after":       cents("Wallet balance after this line."),
-		"note":                nullableString(""),
+		"amount_cents":        cents(minInt64, maxInt64, "Signed: positive credits the app's wallet."),
+		"counterparty_app_id": nullableString(maxIDLength, ""),
+		"event_chain_id":      nullableString(maxIDLength, "The event chain (two ed25519 signatures) behind the line, if any."),
+		"balance_after":       cents(minInt64, maxInt64, "Wallet balance after this line."),
+		"note":                nullableString(500, ""),
 	})
 }
 
 func topUpResultSchema() schema {
 	checkout := allRequired("For a person: payment is completed at checkout_url; the wallet is credited (a topup ledger line) once it is paid.", schema{
-		"checkout_url": strFormat("uri", "Open it to pay with the payment processor."),
+		"checkout_url": strFormat("uri", maxURLLength, "Open it to pay with the payment processor."),
 	})
 	accept := allRequired("x402 version 1 payment requirements.", schema{
 		"scheme":            enum("", "exact"),
 		"network":           enum("base, or base-sepolia in test mode.", "base", "base-sepolia"),
-		"maxAmountRequired": withDesc(schema{"type": "string", "pattern": "^[0-9]+$"}, "Exact amount in atomic units of the asset (USDC: 6 decimals)."),
-		"resource":          strFormat("uri", ""),
-		"description":       str(""),
-		"mimeType":          str(""),
-		"payTo":             withDesc(schema{"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, "Recipient address."),
-		"maxTimeoutSeconds": schema{"type": "integer", "minimum": 1},
-		"asset":             withDesc(schema{"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, "Token contract address (USDC)."),
+		"maxAmountRequired": withDesc(schema{"type": "string", "pattern": "^[0-9]+$", "maxLength": 32}, "Exact amount in atomic units of the asset (USDC: 6 decimals)."),
+		"resource":          strFormat("uri", maxURLLength, ""),
+		"description":       str(500, ""),
+		"mimeType":          str(100, ""),
+		"payTo":             withDesc(schema{"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$", "maxLength": 42}, "Recipient address."),
+		"maxTimeoutSeconds": schema{"type": "integer", "minimum": 1, "maximum": 300},
+		"asset":             withDesc(schema{"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$", "maxLength": 42}, "Token contract address (USDC)."),
 		"extra": allRequired("EIP-712 domain of the asset.", schema{
-			"name":    str(""),
-			"version": str(""),
+			"name":    str(64, ""),
+			"version": str(16, ""),
 		}),
 	})
 	challenge := allRequired("For a machine payer (prefer_x402): the x402 challenge (HTTP 402). Pay it and call top_up again with payment set.", schema{
 		"x402Version": constant("integer", 1, ""),
-		"accepts":     withDesc(schema{"type": "array", "minItems": 1, "items": accept}, ""),
-		"resource":    strFormat("uri", ""),
-		"error":       str("Why payment is required, or why the offered payment failed."),
+		"accepts":     withDesc(schema{"type": "array", "minItems": 1, "maxItems": 10, "items": accept}, ""),
+		"resource":    strFormat("uri", maxURLLength, ""),
+		"error":       str(500, "Why payment is required, or why the offered payment failed."),
 	})
 	line := ledgerLineSchema()
 	line["description"] = "After a settled x402 payment: the topup ledger line that credited the wallet."
@@ -302,13 +335,13 @@ func topUpResultSchema() schema {
 
 func campaignSchema() schema {
 	return allRequired("The campaign.", schema{
-		"campaign_id":        str("Opaque identifier; do not parse."),
-		"daily_budget_cents": cents(""),
+		"campaign_id":        str(maxIDLength, "Opaque identifier; do not parse."),
+		"daily_budget_cents": cents(1000, maxCents, ""),
 		"status":             campaignStatusSchema(),
 		"status_reason": withDesc(schema{"type": []any{"string", "null"}, "enum": []any{"app_pending", "app_rejected", "app_suspended", "app_not_live", "wallet_below_floor", "activating", nil}},
 			"Why a campaign that is not paused is not active: app_pending (nothing is delivered until the app is approved), app_rejected and app_suspended (nothing is delivered), app_not_live (delivery within the app's daily cap), wallet_below_floor (nothing until a top-up covers the floor), activating (active within seconds). Null when active or paused."),
-		"floor_cents":   cents("Published floor of the campaign (the highest floor among its categories for its app's platform); never rises."),
-		"max_bid_cents": withDesc(schema{"type": []any{"integer", "null"}, "format": "int64"}, "Null for a floor-price campaign."),
+		"floor_cents":   cents(1, maxFloorCents, "Published floor of the campaign (the highest floor among its categories for its app's platform); never rises."),
+		"max_bid_cents": withDesc(schema{"type": []any{"integer", "null"}, "format": "int64", "minimum": 1, "maximum": maxCents}, "Null for a floor-price campaign."),
 	})
 }
 
@@ -323,13 +356,13 @@ func campaignAnswerSchema(status schema) schema {
 
 func ledgerPageSchema() schema {
 	return object("One page of the ledger.", []string{"lines"}, schema{
-		"lines":       array(ledgerLineSchema(), "Ordered by sequence, oldest first."),
-		"next_cursor": str("Present when more lines exist: call get_ledger again with cursor set to it (and the same from and to). Absent on the last page."),
+		"lines":       array(ledgerLineSchema(), 1000, "Ordered by sequence, oldest first."),
+		"next_cursor": str(256, "Present when more lines exist: call get_ledger again with cursor set to it (and the same from and to). Absent on the last page."),
 	})
 }
 
 func statsSchema() schema {
-	count := func() schema { return schema{"type": "integer", "format": "int64", "minimum": 0} }
+	count := func() schema { return schema{"type": "integer", "format": "int64", "minimum": 0, "maximum": maxInt64} }
 	return allRequired("The app's delivery and fraud figures over the period.", schema{
 		"impressions":   count(),
 		"clicks":        count(),
@@ -338,15 +371,15 @@ func statsSchema() schema {
 		"retention_48h": number(""),
 		"fraud_rejected": withDesc(schema{"type": "object", "additionalProperties": count()},
 			"Map from stable fraud reason code to count."),
-		"floor_cents":              cents(""),
-		"avg_clearing_price_cents": cents("What contention cost; equals floor_cents when nothing was contested."),
+		"floor_cents":              cents(0, maxFloorCents, ""),
+		"avg_clearing_price_cents": cents(0, maxCents, "What contention cost; equals floor_cents when nothing was contested."),
 	})
 }
 
 func payoutSchema() schema {
 	return allRequired("The transfer to the app's connected account.", schema{
-		"transfer_id":  str(""),
-		"amount_cents": withDesc(schema{"type": "integer", "format": "int64", "minimum": 5000}, ""),
-		"payout_id":    str("The payout's id; the wallet's payout line says \"payout <payout_id>\"."),
+		"transfer_id":  str(255, ""),
+		"amount_cents": withDesc(schema{"type": "integer", "format": "int64", "minimum": 5000, "maximum": maxInt64}, ""),
+		"payout_id":    str(maxIDLength, "The payout's id; the wallet's payout line says \"payout <payout_id>\"."),
 	})
 }

@@ -89,13 +89,13 @@ func allTools() []*tool {
 				"shown only once: keep it. The app starts pending while the vetting gate checks its domain (at least six months old, over RDAP), " +
 				"its download (must serve bundle_id, signed) and its contact email (a challenge message). Needs no key.",
 			params: []param{
-				{name: "name", required: true, code: codeMissingField, schema: nonEmpty("Display name of the app.")},
+				{name: "name", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeInvalidName}, schema: nonEmpty(200, "Display name of the app.")},
 				{name: "platform", required: true, code: xpromo.CodeInvalidPlatform, schema: enum("mac (macOS) or win (Windows).", "mac", "win")},
-				{name: "bundle_id", required: true, code: codeMissingField, schema: nonEmpty("Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
-				{name: "domain", required: true, code: codeMissingField, schema: nonEmpty("The app's web domain, e.g. example.com; must be at least six months old.")},
-				{name: "download_url", required: true, schema: strFormat("uri", "Absolute https URL that serves the app's download; it must contain bundle_id.")},
-				{name: "contact_email", required: true, schema: strFormat("email", "Contact address; it must answer a challenge message.")},
-				{name: "category", code: codeInvalidCategory, schema: withDesc(schema{"type": "string", "pattern": "^[a-z0-9-]{1,64}$"},
+				{name: "bundle_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeInvalidBundleID}, schema: nonEmpty(255, "Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
+				{name: "domain", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeInvalidDomain}, schema: nonEmpty(253, "The app's web domain, e.g. example.com; must be at least six months old.")},
+				{name: "download_url", required: true, code: codeInvalidURL, schema: strFormat("uri", maxURLLength, "Absolute https URL that serves the app's download; it must contain bundle_id.")},
+				{name: "contact_email", required: true, code: codeInvalidEmail, schema: strFormat("email", 254, "Contact address; it must answer a challenge message.")},
+				{name: "category", code: codeInvalidCategory, schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
 					"Optional: the rate-card category key the app's own slots sell inventory in.")},
 				idempotencyKeyParam(),
 			},
@@ -164,12 +164,12 @@ func allTools() []*tool {
 				"(and the same idempotency_key), which returns the topup ledger line." + keyNote,
 			params: []param{
 				appIDParam(),
-				{name: "amount_cents", required: true, code: xpromo.CodeBelowMinimum, schema: withDesc(
-					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinTopUpCents},
+				{name: "amount_cents", required: true, code: xpromo.CodeBelowMinimum, codes: map[string]string{"maximum": codeInvalidAmount}, schema: withDesc(
+					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinTopUpCents, "maximum": maxTopUpCents},
 					"Credits to buy, in euro cents; at least 5000 (EUR 50).")},
 				{name: "prefer_x402", schema: withDesc(schema{"type": "boolean", "default": false},
 					"Pay machine-to-machine over x402 (sends Prefer: payment=x402): the answer is the x402 challenge instead of a checkout URL.")},
-				{name: "payment", schema: str("An x402 X-PAYMENT value (base64 of a signed PaymentPayload) answering an earlier challenge.")},
+				{name: "payment", code: codeInvalidPaymentHeader, schema: str(16384, "An x402 X-PAYMENT value (base64 of a signed PaymentPayload) answering an earlier challenge.")},
 				idempotencyKeyParam(),
 			},
 			output: topUpResultSchema(),
@@ -202,14 +202,15 @@ func allTools() []*tool {
 			description: "Create a campaign that buys cleared installs of the caller's own app in rate-card categories (POST /v1/campaigns). " +
 				"It starts throttled; its status_reason says what will happen (app_pending: nothing until the app is approved). Without max_bid_cents it buys at the category floor; with it, it may win contested inventory, paying one cent above the next-highest bid, never more than max_bid_cents." + keyNote,
 			params: []param{
-				{name: "app_id", required: true, code: codeMissingField, schema: nonEmpty("The caller's own app; another app's id answers not_found.")},
-				{name: "categories", required: true, code: codeInvalidCategory, codes: map[string]string{"minLength": codeUnknownCategory},
-					schema: withDesc(schema{"type": "array", "minItems": 1, "items": schema{"type": "string", "minLength": 1}},
+				{name: "app_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeTooLong}, schema: nonEmpty(maxIDLength, "The caller's own app; another app's id answers not_found.")},
+				{name: "categories", required: true, code: codeInvalidCategory, codes: map[string]string{"maxItems": codeTooLong},
+					schema: withDesc(schema{"type": "array", "minItems": 1, "maxItems": 200,
+						"items": schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"}},
 						"Category keys as published by get_rate_card, each once.")},
-				{name: "daily_budget_cents", required: true, code: xpromo.CodeBelowMinimum, schema: withDesc(
-					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinDailyBudgetCents},
+				{name: "daily_budget_cents", required: true, code: xpromo.CodeBelowMinimum, codes: map[string]string{"maximum": codeInvalidAmount}, schema: withDesc(
+					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinDailyBudgetCents, "maximum": maxCents},
 					"The most the campaign spends per UTC day, in euro cents; at least 1000.")},
-				{name: "max_bid_cents", schema: cents("Optional: the most paid per cleared install, in cents; at or above the category floor (else bid_below_floor). Omit to buy at the floor.")},
+				{name: "max_bid_cents", code: xpromo.CodeBidBelowFloor, codes: map[string]string{"maximum": codeInvalidAmount}, schema: cents(1, maxCents, "Optional: the most paid per cleared install, in cents; at or above the category floor (else bid_below_floor). Omit to buy at the floor.")},
 				idempotencyKeyParam(),
 			},
 			output: campaignAnswerSchema(schema{"const": "throttled"}),
@@ -262,12 +263,12 @@ func allTools() []*tool {
 				"When more lines exist the page has next_cursor: call again with cursor set to it (and the same from and to) to read the next page." + keyNote,
 			params: []param{
 				appIDParam(),
-				{name: "from", code: codeInvalidDate, schema: strFormat("date", "Optional: the first UTC date included, YYYY-MM-DD.")},
-				{name: "to", code: codeInvalidDate, schema: strFormat("date", "Optional: the last UTC date included, YYYY-MM-DD.")},
+				{name: "from", code: codeInvalidDate, schema: strFormat("date", 10, "Optional: the first UTC date included, YYYY-MM-DD.")},
+				{name: "to", code: codeInvalidDate, schema: strFormat("date", 10, "Optional: the last UTC date included, YYYY-MM-DD.")},
 				{name: "limit", code: codeInvalidLimit, schema: withDesc(
 					schema{"type": "integer", "minimum": 1, "maximum": xpromo.MaxLedgerLimit, "default": xpromo.DefaultLedgerLimit},
 					"Optional: lines per page, 1 to 1000 (100 when omitted).")},
-				{name: "cursor", code: codeInvalidCursor, schema: nonEmpty("Optional: next_cursor of the previous page.")},
+				{name: "cursor", code: codeInvalidCursor, schema: nonEmpty(256, "Optional: next_cursor of the previous page.")},
 			},
 			output: ledgerPageSchema(),
 			hints:  read,

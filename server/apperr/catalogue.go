@@ -31,6 +31,15 @@ const (
 	IdempotencyKeyReused  = "idempotency_key_reused"
 	IdempotencyKeyInUse   = "idempotency_key_in_use"
 
+	// The input policy (docs/errors.md).
+	InvalidEncoding   = "invalid_encoding"
+	DuplicateField    = "duplicate_field"
+	BodyNotAllowed    = "body_not_allowed"
+	RepeatedParameter = "repeated_parameter"
+	UnknownParameter  = "unknown_parameter"
+	InvalidCharacters = "invalid_characters"
+	TooLong           = "too_long"
+
 	// Field validation (422).
 	InvalidName          = "invalid_name"
 	InvalidPlatform      = "invalid_platform"
@@ -129,13 +138,21 @@ func init() {
 	def(IdempotencyKeyReused, 422, "The `Idempotency-Key` was used before (within 24 hours) with a different request.")
 	def(IdempotencyKeyInUse, 409, "A request with the same `Idempotency-Key` is still being processed; retry shortly.")
 
-	def(InvalidName, 422, "`name` is longer than 200 characters or holds control characters.")
+	def(InvalidEncoding, 400, "The path, the query, a header the server reads (`Authorization`, `Idempotency-Key`, `X-Request-Id`, `Prefer`, `X-PAYMENT`, `Content-Type`, `Accept`, `X-Forwarded-For`) or a string of the JSON body is not valid UTF-8 or holds a NUL (`%00`, `\\u0000`); or the body escapes half of a UTF-16 surrogate pair (`\\ud800` alone); or the query string is not valid percent-encoding. The database can also answer it for text it cannot store.")
+	def(DuplicateField, 400, "An object of the JSON body names the same field twice, at any depth (`{\"amount_cents\":1,\"amount_cents\":2}`).")
+	def(BodyNotAllowed, 400, "A body was sent to an operation that takes none (every GET; the POSTs pause, resume, `keys/rotate`, payout, `sdk-keys/…/revoke`, the sweep, `/test/checkout/…`): a `Content-Length` above 0, or a chunked body with content.")
+	def(RepeatedParameter, 400, "A query parameter is given more than once (`?from=…&from=…`); every parameter is single-valued.")
+	def(UnknownParameter, 400, "The query string has a parameter the operation does not define (the message lists the ones it does).")
+	def(InvalidCharacters, 422, "A string of the body holds a control character (U+0000–U+001F, U+007F–U+009F: no tabs or newlines either) or an invisible formatting character (the bidirectional embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, the marks U+200E, U+200F and U+061C, U+2028, U+2029, U+FEFF), and the field has no code of its own (`name` answers `invalid_name`, `note` `invalid_note`, …).")
+	def(TooLong, 422, "A string of the body (or a header parameter such as `Prefer`) is longer than its `maxLength` in openapi.json, or an array has more items than its `maxItems` (the message names the field), and the field has no code of its own.")
+
+	def(InvalidName, 422, "`name` is longer than 200 characters, or holds a control or invisible formatting character (as listed under `invalid_characters`).")
 	def(InvalidPlatform, 422, "`platform` is not one of `mac`, `win`.")
 	def(InvalidBundleID, 422, "`bundle_id` is not a reverse-DNS identifier (at least two dot-separated parts of letters, digits, `-`, `_`; at most 255 characters).")
 	def(InvalidDomain, 422, "`domain` is not a registrable DNS name (e.g. `example.com`, no scheme or path).")
 	def(InvalidURL, 422, "A URL field (`download_url`) is not an absolute `https` (or `http`) URL with a host.")
 	def(InvalidEmail, 422, "`contact_email` is not a valid email address.")
-	def(InvalidCategory, 422, "`categories` is empty, or lists a category twice; or the `category` of POST /apps is not a lowercase key of 1 to 64 `a-z`, `0-9`, `-`.")
+	def(InvalidCategory, 422, "`categories` is empty, lists a category twice, has more than 200 entries or an entry that is not a category key; or the `category` of POST /apps is not a lowercase key of 1 to 64 `a-z`, `0-9`, `-` (an empty string included: leave the field out instead).")
 	def(UnknownCategory, 422, "A category key is not in the rate card.")
 	def(BelowMinimum, 422, "An amount is under its documented minimum: `amount_cents` < 5000 on top-up, `daily_budget_cents` < 1000 on campaigns.")
 	def(BelowMinimum, 409, "On payout: the withdrawable balance is under EUR 50 (5000 cents).")
@@ -146,7 +163,7 @@ func init() {
 	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
-	def(InvalidNote, 422, "An operator's note (of a ledger adjustment) is longer than 500 bytes.")
+	def(InvalidNote, 422, "An operator's note (of a ledger adjustment) is longer than 500 bytes, or holds a control or invisible formatting character (as listed under `invalid_characters`).")
 	def(InvalidPayoutAccount, 422, "`account_id` is not a connected payout account id (`acct_` followed by letters, digits or `_`).")
 
 	def(InvalidTransition, 409, "The requested status change is not allowed from the current status (e.g. approving a suspended app).")

@@ -6,11 +6,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/textcheck"
 )
 
 // Limits of the registration fields.
@@ -67,12 +67,16 @@ func validate(p RegisterParams) (RegisterParams, error) {
 	return p, nil
 }
 
+// checkName accepts a display name of at most MaxNameLen characters without
+// control or invisible formatting characters: a name is shown to other
+// apps' users, and a right-to-left override in it could make "Snip\u202Eexe.pdf"
+// read as something else.
 func checkName(s string) error {
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxNameLen {
 		return fieldErr(apperr.InvalidName, "name", "name must be at most %d characters", MaxNameLen)
 	}
-	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return fieldErr(apperr.InvalidName, "name", "name must not contain control characters")
+	if r, ok := textcheck.FirstHidden(s); ok {
+		return fieldErr(apperr.InvalidName, "name", "name must not contain control or invisible formatting characters such as %U", r)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ type errorDetail struct {
 // one of server/apperr's catalogued codes (the tests check that status
 // matches the catalogue).
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: clip(message)}})
 }
 
 // writeJSON encodes v as the response body. Encoding errors after the header

@@ -72,9 +72,12 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		in.Body = http.NoBody
 	}
 	w := &recorder{header: http.Header{}}
-	t.s.ServeHTTP(w, in)
+	err := t.serve(w, in)
 	if req.Body != nil {
 		req.Body.Close()
+	}
+	if err != nil {
+		return nil, err
 	}
 	if w.status == 0 {
 		w.status = http.StatusOK
@@ -90,4 +93,20 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(w.body.Len()),
 		Request:       req,
 	}, nil
+}
+
+// serve runs the router; a response aborted because the caller went away
+// (http.ErrAbortHandler, see writeErr) is the transport error a network
+// client would get: the context's.
+func (t inProcess) serve(w http.ResponseWriter, r *http.Request) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler || r.Context().Err() == nil {
+				panic(p)
+			}
+			err = r.Context().Err()
+		}
+	}()
+	t.s.ServeHTTP(w, r)
+	return nil
 }

@@ -14,7 +14,7 @@ func (s *Server) mountMeta(public chi.Router) {
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Write(s.services.Guide)
 	})
-	s.router.With(s.identify, s.rateLimit).Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+	s.router.With(s.identify, s.rateLimit, s.input).Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", openapi.ContentType)
 		w.Write(openapi.Document)
 	})

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -103,6 +104,11 @@ func (s *Server) record(r *http.Request, ww middleware.WrapResponseWriter, elaps
 	status := ww.Status()
 	if status == 0 {
 		status = http.StatusOK // the handler wrote nothing: net/http sends 200
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			// Nothing was sent because the client went away first
+			// (writeErr aborts such requests): a client abort, not a 200.
+			status = StatusClientClosedRequest
+		}
 	}
 	route := chi.RouteContext(r.Context()).RoutePattern()
 	if route == "" {

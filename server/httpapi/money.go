@@ -26,7 +26,7 @@ func (s *Server) mountMoney(public, protected, admin chi.Router) {
 
 	// Outside /v1: the descriptor lives at its well-known path, and the test
 	// checkout page is opened by a person's browser from checkout_url.
-	root := s.router.With(s.identify, s.rateLimit)
+	root := s.router.With(s.identify, s.rateLimit, s.input)
 	root.Get("/.well-known/x402", s.x402Descriptor)
 	root.Get("/test/checkout/{session_id}", s.testCheckoutPage)
 	root.With(s.idempotent).Post("/test/checkout/{session_id}", s.completeTestCheckout)

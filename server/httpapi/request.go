@@ -1,16 +1,21 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/openapi"
 )
 
 // MaxBodyBytes is the largest request body accepted (1 MiB).
@@ -18,28 +23,44 @@ const MaxBodyBytes = 1 << 20
 
 // decodeJSON reads a JSON request body into dst strictly: the Content-Type
 // must be application/json, the body at most 1 MiB, one JSON value with no
-// fields dst does not define and every field of the right type. Each failure
-// is an *apperr.Error with its own code.
+// fields dst does not define and every field of the right type. The input
+// policy applies first (checkJSON): valid UTF-8 without NUL or lone
+// surrogates, no field named twice, and each string and array within the
+// bounds openapi.json gives the operation. Each failure is an *apperr.Error
+// with its own code.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return apperr.New(apperr.UnsupportedMediaType, "the body must be sent with Content-Type: application/json")
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return apperr.New(apperr.BodyTooLarge, "the body is larger than %d bytes", MaxBodyBytes)
+		}
+		return apperr.New(apperr.MalformedJSON, "the body could not be read: %v", err)
+	}
+	var schema *openapi.Schema
+	if op := operationOf(r); op != nil {
+		schema = op.Body
+	}
+	hard, soft := checkJSON(raw, schema)
+	if hard != nil {
+		return hard
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
+	err = dec.Decode(dst)
 	if err == nil {
 		// Exactly one value: anything but whitespace after it is malformed.
 		if _, err2 := dec.Token(); err2 != io.EOF {
 			return apperr.New(apperr.MalformedJSON, "the body must hold exactly one JSON value")
 		}
-		return nil
+		return soft
 	}
-	var tooLarge *http.MaxBytesError
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
-	case errors.As(err, &tooLarge):
-		return apperr.New(apperr.BodyTooLarge, "the body is larger than %d bytes", MaxBodyBytes)
 	case errors.As(err, &typeErr):
 		e := apperr.New(apperr.InvalidType, "field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 		e.Field = typeErr.Field
@@ -75,11 +96,31 @@ func jsonKind(goKind string) string {
 	}
 }
 
+// StatusClientClosedRequest is nginx's status for a request whose client
+// went away before the answer: it appears in the access log and the
+// metrics, never on the wire.
+const StatusClientClosedRequest = 499
+
+// maxMessageRunes bounds an error message: messages quote what the client
+// sent, and a client must not get a megabyte back, nor put one in the log.
+const maxMessageRunes = 1000
+
 // writeErr answers with err as the API's Error body. Errors without an
-// application code are logged and answered as a 500 that reveals nothing.
+// application code are logged and answered as a 500 that reveals nothing,
+// unless the client has gone: then the request is a client abort (INFO,
+// status 499 in the access log) and no answer is written.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var e *apperr.Error
-	if !errors.As(err, &e) {
+	isApp := errors.As(err, &e)
+	if clientGone(r, err, isApp) {
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "client closed request", errAttr(err), attrRequestID(r.Context()))
+		// Abort rather than write: nobody reads the answer, and an answer
+		// written here would be stored for the request's Idempotency-Key
+		// and replayed to the client's retry. net/http closes the
+		// connection quietly; idempotent releases the key.
+		panic(http.ErrAbortHandler)
+	}
+	if !isApp {
 		s.log.ErrorContext(r.Context(), "internal error", "err", err, "request_id", w.Header().Get(RequestIDHeader))
 		writeError(w, http.StatusInternalServerError, apperr.Internal, "internal error; quote request id "+w.Header().Get(RequestIDHeader))
 		return
@@ -88,7 +129,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		s.log.ErrorContext(r.Context(), "server error", "code", e.Code, "err", e.Message, "request_id", w.Header().Get(RequestIDHeader))
 	}
-	body := errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}}
+	body := errorBody{Error: errorDetail{Code: e.Code, Message: clip(e.Message)}}
 	if e.RetryAfter != nil {
 		// RFC3339Nano keeps a fraction of a second when there is one, so
 		// retry_after is never rounded earlier than the instant it names.
@@ -100,4 +141,29 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	writeJSON(w, status, body)
+}
+
+// clientGone reports whether err is the failure of a request its client
+// cancelled (it closed the connection): the request's context is cancelled
+// and err is that cancellation, or an error without an application code.
+func clientGone(r *http.Request, err error, isApp bool) bool {
+	if !errors.Is(r.Context().Err(), context.Canceled) {
+		return false
+	}
+	return !isApp || errors.Is(err, context.Canceled)
+}
+
+// clip shortens an error message to maxMessageRunes characters.
+func clip(msg string) string {
+	if utf8.RuneCountInString(msg) <= maxMessageRunes {
+		return msg
+	}
+	n := 0
+	for i := range msg {
+		if n == maxMessageRunes {
+			return msg[:i] + "…"
+		}
+		n++
+	}
+	return msg
 }

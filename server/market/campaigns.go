@@ -101,8 +101,14 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 	if len(req.Categories) == 0 {
 		return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "categories must list at least one category key of the rate card")
 	}
+	if len(req.Categories) > MaxCategories {
+		return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "categories lists %d keys; a rate card has at most %d", len(req.Categories), MaxCategories)
+	}
 	seen := map[string]bool{}
 	for _, k := range req.Categories {
+		if !keyPattern.MatchString(k) {
+			return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "%q is not a category key (1 to 64 of a-z, 0-9 and -); GET /v1/rate-card lists the keys", k)
+		}
 		if seen[k] {
 			return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "category %q is listed twice", k)
 		}

@@ -11,8 +11,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/textcheck"
 )
 
 // defaultCatalogue is the catalogue that ships with the server, used when the
@@ -38,6 +40,13 @@ type Category struct {
 const MaxFloorCents = 1_000_000
 
 var keyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// Bounds of a catalogue, as openapi.json publishes them for the rate card:
+// how many categories, and how long a label (characters).
+const (
+	MaxCategories  = 200
+	MaxLabelLength = 200
+)
 
 // LoadCatalogue reads the catalogue file at path, or the default catalogue
 // when path is "". The file is JSON: {"categories": [{"key", "label",
@@ -76,6 +85,9 @@ func ParseCatalogue(raw []byte) ([]Category, error) {
 	if len(doc.Categories) == 0 {
 		return nil, errors.New("no categories")
 	}
+	if len(doc.Categories) > MaxCategories {
+		return nil, fmt.Errorf("%d categories; at most %d", len(doc.Categories), MaxCategories)
+	}
 	seen := map[string]bool{}
 	for _, c := range doc.Categories {
 		if !keyPattern.MatchString(c.Key) {
@@ -87,6 +99,12 @@ func ParseCatalogue(raw []byte) ([]Category, error) {
 		seen[c.Key] = true
 		if c.Label == "" {
 			return nil, fmt.Errorf("category %q has no label", c.Key)
+		}
+		if utf8.RuneCountInString(c.Label) > MaxLabelLength {
+			return nil, fmt.Errorf("category %q: the label is longer than %d characters", c.Key, MaxLabelLength)
+		}
+		if r, ok := textcheck.FirstHidden(c.Label); ok {
+			return nil, fmt.Errorf("category %q: the label holds %U, a control or invisible formatting character", c.Key, r)
 		}
 		for p := range c.Floors {
 			if !p.Valid() {

@@ -1,8 +1,10 @@
 package market_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,6 +56,10 @@ func TestParseCatalogueRefusesMistakes(t *testing.T) {
 		"fractional floor": `{"categories":[{"key":"a","label":"A","floors":{"mac":1.5,"win":1}}]}`,
 		"bad key":          `{"categories":[{"key":"Photo Video","label":"A","floors":{"mac":1,"win":1}}]}`,
 		"no label":         `{"categories":[{"key":"a","label":"","floors":{"mac":1,"win":1}}]}`,
+		"long label":       `{"categories":[{"key":"a","label":"` + strings.Repeat("é", market.MaxLabelLength+1) + `","floors":{"mac":1,"win":1}}]}`,
+		"bidi label":       `{"categories":[{"key":"a","label":"A\u202eB","floors":{"mac":1,"win":1}}]}`,
+		"newline label":    `{"categories":[{"key":"a","label":"A\nB","floors":{"mac":1,"win":1}}]}`,
+		"too many":         tooManyCategories(),
 		"empty":            `{"categories":[]}`,
 		"trailing data":    `{"categories":[{"key":"a","label":"A","floors":{"mac":1,"win":1}}]} {}`,
 		"not json":         `categories: []`,
@@ -61,4 +67,12 @@ func TestParseCatalogueRefusesMistakes(t *testing.T) {
 		_, err := market.ParseCatalogue([]byte(doc))
 		assert.Error(t, err, name)
 	}
+}
+
+func tooManyCategories() string {
+	cats := make([]string, market.MaxCategories+1)
+	for i := range cats {
+		cats[i] = fmt.Sprintf(`{"key":"c%d","label":"C","floors":{"mac":1,"win":1}}`, i)
+	}
+	return `{"categories":[` + strings.Join(cats, ",") + `]}`
 }

@@ -219,6 +219,12 @@ const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeInsufficientPriv     = "42501"
+	// Text the database cannot hold: a NUL or bytes that are not UTF-8
+	// (character_not_in_repertoire), or a \u0000 escape in JSON
+	// (untranslatable_character). The HTTP edge refuses such input first;
+	// this keeps anything that slips past it a 4xx rather than a 500.
+	codeCharacterNotInRepertoire = "22021"
+	codeUntranslatableCharacter  = "22P05"
 )
 
 // conflictConstraints are the unique constraints whose violation means that a
@@ -248,8 +254,9 @@ func retryable(err error) bool {
 }
 
 // wrap adds context to a driver error and maps the ones the ledger knows:
-// a lost race on a unique key becomes ledger.ErrConflict, and a change the
-// append-only layers refused becomes apperr.LedgerAppendOnly. The driver's
+// a lost race on a unique key becomes ledger.ErrConflict, a change the
+// append-only layers refused becomes apperr.LedgerAppendOnly, and text the
+// database cannot store becomes apperr.InvalidEncoding. The driver's
 // *pgconn.PgError stays reachable with errors.As.
 func wrap(err error, what string) error {
 	if err == nil {
@@ -262,6 +269,8 @@ func wrap(err error, what string) error {
 			return fmt.Errorf("%w: %s: %w", ledger.ErrConflict, what, err)
 		case pe.Code == codeInsufficientPriv && appendOnlyRefusal(pe):
 			return &Error{App: &apperr.Error{Code: apperr.LedgerAppendOnly, Message: pe.Message}, Err: err}
+		case pe.Code == codeCharacterNotInRepertoire || pe.Code == codeUntranslatableCharacter:
+			return &Error{App: apperr.New(apperr.InvalidEncoding, "the text must be valid UTF-8 without NUL"), Err: err}
 		}
 	}
 	return fmt.Errorf("postgres: %s: %w", what, err)

@@ -230,8 +230,9 @@ func TestMCPToolsMatchOpenAPI(t *testing.T) {
 			// Output: the success answer (and, for top_up, the 402 challenge).
 			switch tl.Name {
 			case "get_integration_guide":
-				assert.Equal(t, map[string]any{"type": "string"}, strip(op.answers["200"]["text/markdown"]))
-				assert.Equal(t, map[string]any{"type": "string"}, strip(out["properties"].(map[string]any)["markdown"]))
+				guide := map[string]any{"type": "string", "maxLength": float64(1 << 20)}
+				assert.Equal(t, guide, strip(op.answers["200"]["text/markdown"]))
+				assert.Equal(t, guide, strip(out["properties"].(map[string]any)["markdown"]))
 			case "top_up":
 				var want []any
 				want = append(want, resolve(doc, op.answers["200"]["application/json"]).(map[string]any)["oneOf"].([]any)...)
@@ -338,7 +339,10 @@ func strip(v any) any {
 		out := map[string]any{}
 		for k, x := range v {
 			switch k {
-			case "description", "example", "title":
+			case "description", "example", "title", "x-error-code":
+				// x-error-code names the REST edge's code for a field; a
+				// tool's param names its own (the same, see
+				// TestMCPArgumentErrorsMatchREST).
 				continue
 			case "properties":
 				if props, ok := x.(map[string]any); ok {
@@ -529,6 +533,10 @@ func TestMCPArgumentErrorsMatchREST(t *testing.T) {
 	c := mcpHTTP(t, a, "Bearer "+key)
 	campaign := map[string]any{"app_id": appID, "categories": []any{"productivity"}, "daily_budget_cents": 2000}
 	reg := registration("Bad", "com.example.bad")
+	hundreds := make([]any, 201)
+	for i := range hundreds {
+		hundreds[i] = fmt.Sprintf("k%d", i)
+	}
 	cases := []struct {
 		tool string
 		args map[string]any
@@ -548,6 +556,17 @@ func TestMCPArgumentErrorsMatchREST(t *testing.T) {
 		{"get_ledger", map[string]any{"app_id": appID, "limit": 0}, a.do("GET", "/v1/apps/"+appID+"/ledger?limit=0", key, nil)},
 		{"get_ledger", map[string]any{"app_id": appID, "limit": 1001}, a.do("GET", "/v1/apps/"+appID+"/ledger?limit=1001", key, nil)},
 		{"get_stats", map[string]any{"app_id": appID, "period": "forever"}, a.do("GET", "/v1/apps/"+appID+"/stats?period=forever", key, nil)},
+		// The bounds of the input policy (openapi.json's maxLength, maxItems,
+		// maximum): the same code from either layer.
+		{"register_app", merge(reg, "name", strings.Repeat("n", 201)), a.do("POST", "/v1/apps", "", merge(reg, "name", strings.Repeat("n", 201)))},
+		{"register_app", merge(reg, "category", ""), a.do("POST", "/v1/apps", "", merge(reg, "category", ""))},
+		{"create_campaign", merge(campaign, "categories", hundreds), a.do("POST", "/v1/campaigns", key, merge(campaign, "categories", hundreds))},
+		{"create_campaign", merge(campaign, "categories", []any{strings.Repeat("k", 65)}), a.do("POST", "/v1/campaigns", key, merge(campaign, "categories", []any{strings.Repeat("k", 65)}))},
+		{"create_campaign", merge(campaign, "daily_budget_cents", 10_000_000_001), a.do("POST", "/v1/campaigns", key, merge(campaign, "daily_budget_cents", 10_000_000_001))},
+		{"create_campaign", merge(campaign, "max_bid_cents", 0), a.do("POST", "/v1/campaigns", key, merge(campaign, "max_bid_cents", 0))},
+		{"create_campaign", merge(campaign, "app_id", strings.Repeat("a", 65)), a.do("POST", "/v1/campaigns", key, merge(campaign, "app_id", strings.Repeat("a", 65)))},
+		{"top_up", map[string]any{"app_id": appID, "amount_cents": 10_000_001}, a.do("POST", "/v1/apps/"+appID+"/top-up", key, map[string]any{"amount_cents": 10_000_001})},
+		{"get_score", map[string]any{"app_id": strings.Repeat("a", 65)}, a.do("GET", "/v1/apps/"+strings.Repeat("a", 65)+"/score", key, nil)},
 	}
 	for _, tc := range cases {
 		require.GreaterOrEqual(t, tc.rest.Status, 400, "%s %v: REST accepted it: %s", tc.tool, tc.args, tc.rest.Body)
