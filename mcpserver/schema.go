@@ -338,7 +338,7 @@ func campaignSchema() schema {
 		"campaign_id":        str(maxIDLength, "Opaque identifier; do not parse."),
 		"daily_budget_cents": cents(1000, maxCents, ""),
 		"status":             campaignStatusSchema(),
-		"status_reason": withDesc(schema{"type": []any{"string", "null"}, "enum": []any{"app_pending", "app_rejected", "app_suspended", "app_not_live", "wallet_below_floor", "activating", nil}},
+		"status_reason": withDesc(schema{"type": []any{"string", "null"}, "maxLength": 32, "enum": []any{"app_pending", "app_rejected", "app_suspended", "app_not_live", "wallet_below_floor", "activating", nil}},
 			"Why a campaign that is not paused is not active: app_pending (nothing is delivered until the app is approved), app_rejected and app_suspended (nothing is delivered), app_not_live (delivery within the app's daily cap), wallet_below_floor (nothing until a top-up covers the floor), activating (active within seconds). Null when active or paused."),
 		"floor_cents":   cents(1, maxFloorCents, "Published floor of the campaign (the highest floor among its categories for its app's platform); never rises."),
 		"max_bid_cents": withDesc(schema{"type": []any{"integer", "null"}, "format": "int64", "minimum": 1, "maximum": maxCents}, "Null for a floor-price campaign."),

@@ -80,15 +80,15 @@ func TestSDKFillIsSigned(t *testing.T) {
 			"another device":         {with(func(r *xpromo.FillRequest) { r.DeviceID = "dev_else" }), 403, "fraud_bad_signature"},
 			"stale":                  {signedFill(t, kp, pub, now.Add(-skew-time.Second)), 403, "fraud_token_expired"},
 			"from the future":        {signedFill(t, kp, pub, now.Add(skew+time.Second)), 403, "fraud_token_expired"},
-			"NUL in app_id":          {with(func(r *xpromo.FillRequest) { r.AppID = "a\x00b" }), 422, "invalid_app_id"},
+			"NUL in app_id":          {with(func(r *xpromo.FillRequest) { r.AppID = "a\x00b" }), 400, "invalid_encoding"}, // the edge's input policy
 			"app_id of 200 bytes":    {with(func(r *xpromo.FillRequest) { r.AppID = strings.Repeat("a", 200) }), 422, "invalid_app_id"},
 			"device_id of 1 MB":      {with(func(r *xpromo.FillRequest) { r.DeviceID = strings.Repeat("d", 1_000_000) }), 422, "invalid_device_id"},
-			"device_id with NULs":    {with(func(r *xpromo.FillRequest) { r.DeviceID = "dev\x00\x00" }), 422, "invalid_device_id"},
+			"device_id with NULs":    {with(func(r *xpromo.FillRequest) { r.DeviceID = "dev\x00\x00" }), 400, "invalid_encoding"},
 			"locale of 100 KB":       {with(func(r *xpromo.FillRequest) { r.Locale = strings.Repeat("de-", 33_000) + "CH" }), 422, "invalid_locale"},
-			"locale with a NUL":      {with(func(r *xpromo.FillRequest) { r.Locale = "de\x00" }), 422, "invalid_locale"},
+			"locale with a NUL":      {with(func(r *xpromo.FillRequest) { r.Locale = "de\x00" }), 400, "invalid_encoding"},
 			"slot of 100 KB":         {with(func(r *xpromo.FillRequest) { r.Slot = xpromo.Slot(strings.Repeat("s", 100_000)) }), 422, "invalid_slot"},
 			"unknown platform":       {with(func(r *xpromo.FillRequest) { r.Platform = "linux" }), 422, "invalid_platform"},
-			"signature of 10 KB":     {with(func(r *xpromo.FillRequest) { r.Signature = strings.Repeat("A", 10_000) }), 403, "fraud_bad_signature"},
+			"signature of 10 KB":     {with(func(r *xpromo.FillRequest) { r.Signature = strings.Repeat("A", 10_000) }), 422, "too_long"}, // over openapi.json's maxLength
 			"unknown field":          {`{"app_id":"` + pub + `","slot":"about_window","platform":"mac","signature":"` + good.Signature + `","iat":1}`, 422, "unknown_field"},
 			"signature not a string": {`{"app_id":"` + pub + `","slot":"about_window","platform":"mac","signature":7}`, 422, "invalid_type"},
 		} {
