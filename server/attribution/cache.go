@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // DefaultCacheTTL is how long the SDK endpoints reuse an app record or an
@@ -60,12 +61,16 @@ func (s *Service) app(ctx context.Context, id string) (apps.App, bool, error) {
 	if err != nil || !found {
 		return apps.App{}, false, err
 	}
-	s.cache.mu.Lock()
-	if s.cache.apps == nil || len(s.cache.apps) >= maxCached {
-		s.cache.apps = map[string]cached[apps.App]{}
-	}
-	s.cache.apps[id] = cached[apps.App]{a, now}
-	s.cache.mu.Unlock()
+	// Read in a unit of work, the row may be the unit's own uncommitted
+	// write: it is cached once the unit commits.
+	txunit.AfterCommit(ctx, func() {
+		s.cache.mu.Lock()
+		if s.cache.apps == nil || len(s.cache.apps) >= maxCached {
+			s.cache.apps = map[string]cached[apps.App]{}
+		}
+		s.cache.apps[id] = cached[apps.App]{a, now}
+		s.cache.mu.Unlock()
+	})
 	return a, true, nil
 }
 
@@ -87,12 +92,14 @@ func (s *Service) sdkKey(ctx context.Context, kid string) (SDKKey, bool, error) 
 	if err != nil || !found {
 		return SDKKey{}, false, err
 	}
-	s.cache.mu.Lock()
-	if s.cache.keys == nil || len(s.cache.keys) >= maxCached {
-		s.cache.keys = map[string]cached[SDKKey]{}
-	}
-	s.cache.keys[kid] = cached[SDKKey]{k, now}
-	s.cache.mu.Unlock()
+	txunit.AfterCommit(ctx, func() { // as in app
+		s.cache.mu.Lock()
+		if s.cache.keys == nil || len(s.cache.keys) >= maxCached {
+			s.cache.keys = map[string]cached[SDKKey]{}
+		}
+		s.cache.keys[kid] = cached[SDKKey]{k, now}
+		s.cache.mu.Unlock()
+	})
 	return k, true, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // fraudError is the error a refused message answers: its fraud code and a
@@ -358,12 +359,17 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 		s.log().Info("install claim refused", "code", outcome.Code, "chain_id", ch.ID, "refused_claim", refusedID, "detail", outcome.Message)
 		return Chain{}, false, outcome
 	}
-	if !replayed {
-		s.Auction.Spent(ch.CampaignID, ch.AdvertiserAppID, ch.PriceCents, ch.InstalledAt)
-	}
-	if traded {
-		s.Auction.Invalidate()
-	}
+	// Delivery's counters follow committed money only: with the request's
+	// unit of work, if it runs in one (txunit).
+	held, spent := ch, !replayed
+	txunit.AfterCommit(ctx, func() {
+		if spent {
+			s.Auction.Spent(held.CampaignID, held.AdvertiserAppID, held.PriceCents, held.InstalledAt)
+		}
+		if traded {
+			s.Auction.Invalidate()
+		}
+	})
 	return ch, replayed, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // Creative is what the publisher's SDK renders (IAB Native assets: title,
@@ -177,7 +178,10 @@ func (s *Service) Fill(ctx context.Context, v VerifiedFill) (f Fill, reason xpro
 	if err != nil {
 		return Fill{}, "", err
 	}
-	s.fills.add(FillCount{Day: day(now), CampaignID: award.CampaignID, AdvertiserAppID: adv.ID, PublisherAppID: pub.ID, Count: 1})
+	// Counted once the fill is answered for good: with the request's unit
+	// of work, if it runs in one (its stored answer commits; txunit).
+	fc := FillCount{Day: day(now), CampaignID: award.CampaignID, AdvertiserAppID: adv.ID, PublisherAppID: pub.ID, Count: 1}
+	txunit.AfterCommit(ctx, func() { s.fills.add(fc) })
 	return Fill{
 		Offer: offer,
 		Creative: Creative{

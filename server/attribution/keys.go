@@ -7,6 +7,7 @@ import (
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // MaxSDKKeys is how many keys that are not revoked an app may hold: enough
@@ -115,7 +116,9 @@ func (s *Service) RevokeSDKKey(ctx context.Context, appID, kid string) (SDKKey, 
 		return nil
 	})
 	if err == nil {
-		s.cache.forgetKey(kid)
+		// Once committed: forgotten earlier, the old key could be read
+		// back into the cache before the revocation commits.
+		txunit.AfterCommit(ctx, func() { s.cache.forgetKey(kid) })
 	}
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // DefaultSweepBatch is how many chains one sweep transaction settles.
@@ -143,12 +144,14 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 	if err != nil {
 		return SweepResult{}, 0, err
 	}
-	for _, c := range refunds {
-		s.Auction.Spent(c.CampaignID, c.AdvertiserAppID, -c.PriceCents, c.InstalledAt)
-	}
-	if changed {
-		s.Auction.Invalidate()
-	}
+	txunit.AfterCommit(ctx, func() {
+		for _, c := range refunds {
+			s.Auction.Spent(c.CampaignID, c.AdvertiserAppID, -c.PriceCents, c.InstalledAt)
+		}
+		if changed {
+			s.Auction.Invalidate()
+		}
+	})
 	return res, claimed, nil
 }
 

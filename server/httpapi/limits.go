@@ -6,9 +6,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // Header names of the rate limit and idempotency contracts (docs/limits.md).
@@ -129,6 +132,12 @@ func clientIP(r *http.Request) string {
 // a retry with the same key and the same method, path and body gets the
 // stored response again, marked Idempotent-Replayed: true, without running
 // again. See docs/limits.md for the rules and the reasons behind them.
+//
+// The request runs as one unit of work (package txunit): its store writes
+// join one transaction, in which the response is stored (Finish) before it
+// commits. So the effect and its stored answer commit together or not at
+// all, and the answer is sent only once both have: a crash at any point
+// leaves either both (the retry replays) or neither (the retry runs).
 func (s *Server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		svc := s.services.Idempotency
@@ -147,7 +156,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			return
 		}
 		// The body is part of the request's identity, so it is read here,
-		// whole, and handed on as a fresh reader.
+		// whole, and handed to each run of the handler as a fresh reader.
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		if err != nil {
 			var tooLarge *http.MaxBytesError
@@ -159,7 +168,6 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			return
 		}
 		r.Body.Close()
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 
 		claim, replay, err := svc.Begin(r.Context(), s.idempotencyScope(r), key, idempotency.Fingerprint(r.Method, r.URL.RequestURI(), body))
@@ -180,58 +188,179 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			w.Write(replay.Body)
 			return
 		}
+		s.runClaimed(next, w, r, body, claim)
+	})
+}
 
-		// The claim outlives the request: storing or releasing it must
-		// happen even when the client has gone.
-		bg := context.WithoutCancel(r.Context())
-		rec := &recorder{header: w.Header().Clone()}
-		before := w.Header().Clone()
-		finished := false
-		defer func() {
-			if !finished { // the handler panicked: let a retry run again at once
-				if err := svc.Release(bg, claim); err != nil {
-					s.log.LogAttrs(bg, levelError, "releasing an idempotency key", errAttr(err), attrRequestID(bg))
-				}
-			}
-		}()
-		next.ServeHTTP(rec, r)
-		finished = true
-		if rec.status == 0 {
-			rec.status = http.StatusOK // nothing written: net/http would send 200
-		}
+// detach runs a handler outside its request's unit of work: its writes
+// commit on their own (txunit.Detached), and only the stored answer commits
+// in the unit. For operations that call the outside world between their
+// writes (a payout's transfer): rolled back and run again, they would call
+// it again. Such an operation makes itself exactly-once by keying its
+// effects on the request (idempotency.RefFrom), or refuses to run twice.
+func detach(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(txunit.Detached(r.Context())))
+	})
+}
 
-		if storable(rec.status, rec.body.Bytes()) {
-			resp := idempotency.Response{
-				Status:      rec.status,
-				ContentType: rec.header.Get("Content-Type"),
-				Headers:     addedHeaders(before, rec.header),
-				Body:        rec.body.Bytes(),
-			}
-			// The response is stored before it is sent, so a client that got
-			// it and retries always finds it.
-			if ok, err := svc.Finish(bg, claim, resp); err != nil {
-				s.log.LogAttrs(bg, levelError, "storing an idempotent response; retries will run the request again once the claim's lease lapses",
-					errAttr(err), attrRequestID(bg))
-			} else if !ok {
-				s.log.LogAttrs(bg, levelWarn, "idempotency claim lost before the response was stored (the request outlived its lease)",
-					attrRequestID(bg))
-			}
-		} else if err := svc.Release(bg, claim); err != nil {
+// maxUnitAttempts bounds the runs of a keyed request whose unit of work
+// conflicts (as the stores bound a transaction's attempts).
+const maxUnitAttempts = 10
+
+// runClaimed runs a request whose key it claimed, as one unit of work, and
+// sends its answer once the answer is stored (or given up). A unit that
+// conflicts rolls back and the request runs again, afresh.
+func (s *Server) runClaimed(next http.Handler, w http.ResponseWriter, r *http.Request, body []byte, claim *idempotency.Claim) {
+	svc := s.services.Idempotency
+	// The claim outlives the request: storing or releasing it must happen
+	// even when the client has gone.
+	bg := context.WithoutCancel(r.Context())
+	release := func() {
+		if err := svc.Release(bg, claim); err != nil {
 			s.log.LogAttrs(bg, levelError, "releasing an idempotency key", errAttr(err), attrRequestID(bg))
 		}
-
-		h := w.Header()
-		for k := range h {
-			if _, ok := rec.header[k]; !ok {
-				delete(h, k)
+	}
+	before := w.Header().Clone()
+	for attempt := 1; ; attempt++ {
+		ctx, rec, unit := s.runUnit(next, w, r, body, claim, release)
+		retry, err := s.settle(ctx, w, r, rec, unit, claim, before, release)
+		if err == nil {
+			return // answered
+		}
+		if retry && attempt < maxUnitAttempts && r.Context().Err() == nil {
+			t := time.NewTimer(unitBackoff(attempt))
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+			case <-t.C:
 			}
+			continue
 		}
-		for k, v := range rec.header {
-			h[k] = v
+		release()
+		if retry {
+			err = apperr.New(apperr.Conflict, "the request conflicted with concurrent ones %d times; retry it (with the same Idempotency-Key)", attempt)
 		}
-		w.WriteHeader(rec.status)
-		w.Write(rec.body.Bytes())
-	})
+		s.writeErr(w, r, err)
+		return
+	}
+}
+
+// settle ends the unit of one run of a claimed request and sends its answer,
+// stored when storable. Or, when the unit ends with nothing committed and no
+// answer that may be sent (a conflict, a failed commit), it returns the
+// error, retry telling whether running the request again may succeed; the
+// claim is still held then.
+func (s *Server) settle(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *recorder, unit *txunit.Unit, claim *idempotency.Claim, before http.Header, release func()) (retry bool, err error) {
+	svc := s.services.Idempotency
+	bg := context.WithoutCancel(ctx) // still in the unit
+	if failed := unit.Err(); failed != nil {
+		// A write failed: the unit can only roll back, taking every write
+		// of the request with it.
+		if unit.Rollback() {
+			return true, failed
+		}
+		switch {
+		case rec.status < 400:
+			// A success over a failed write is not an answer to keep.
+			return false, fmt.Errorf("a %d answer after a failed write, rolled back: %v", rec.status, failed)
+		case storable(rec.status, rec.body.Bytes()):
+			// An answer the failed write decided (insufficient funds, not
+			// found): nothing of the request is left to commit with it, so
+			// it is stored on its own (the unit has ended).
+			if _, err := svc.Finish(bg, claim, s.response(before, rec)); err != nil {
+				s.log.LogAttrs(bg, levelError, "storing an idempotent response; a retry runs the request again", errAttr(err), attrRequestID(bg))
+				release()
+			}
+		default:
+			release()
+		}
+		send(w, rec)
+		return false, nil
+	}
+	if !storable(rec.status, rec.body.Bytes()) {
+		unit.Rollback()
+		release()
+		send(w, rec)
+		return false, nil
+	}
+	// The response is stored in the unit's transaction, so it commits with
+	// the request's effects, and before it is sent: a client that got it
+	// always finds it on retry.
+	stored, err := svc.Finish(bg, claim, s.response(before, rec))
+	switch {
+	case err != nil:
+		return unit.Rollback(), err
+	case !stored:
+		// The claim was taken over (its lease lapsed, or this instance
+		// looked dead): the request's effects roll back; the run that took
+		// it answers.
+		unit.Rollback()
+		s.log.LogAttrs(bg, levelWarn, "idempotency claim lost before the response was stored; the request's effects were rolled back", attrRequestID(bg))
+		s.writeErr(w, r, apperr.New(apperr.IdempotencyKeyInUse, "a request with this Idempotency-Key is still being processed; retry shortly"))
+		return false, nil
+	}
+	if retry, err := unit.Commit(); err != nil {
+		return retry, err
+	}
+	send(w, rec)
+	return false, nil
+}
+
+// runUnit runs the handler once, in a unit of work of its own, into a fresh
+// recorder. A panicking handler's unit rolls back and its claim is released
+// (onPanic) before the panic goes on to the recoverer.
+func (s *Server) runUnit(next http.Handler, w http.ResponseWriter, r *http.Request, body []byte, claim *idempotency.Claim, onPanic func()) (context.Context, *recorder, *txunit.Unit) {
+	ctx, unit := txunit.Begin(idempotency.WithRef(r.Context(), claim.Ref()))
+	rec := &recorder{header: w.Header().Clone()}
+	in := r.WithContext(ctx)
+	in.Body = io.NopCloser(bytes.NewReader(body))
+	finished := false
+	defer func() {
+		if !finished {
+			unit.Rollback()
+			onPanic()
+		}
+	}()
+	next.ServeHTTP(rec, in)
+	finished = true
+	if rec.status == 0 {
+		rec.status = http.StatusOK // nothing written: net/http would send 200
+	}
+	return ctx, rec, unit
+}
+
+// unitBackoff is the pause before running a conflicted request again: 1–2 ms
+// growing to at most 20 ms, jittered so that the losers of one race do not
+// collide again in step.
+func unitBackoff(attempt int) time.Duration {
+	base := min(20*time.Millisecond, time.Millisecond<<(attempt-1))
+	return min(20*time.Millisecond, base+rand.N(base+1))
+}
+
+// response is the stored form of a recorded answer.
+func (s *Server) response(before http.Header, rec *recorder) idempotency.Response {
+	return idempotency.Response{
+		Status:      rec.status,
+		ContentType: rec.header.Get("Content-Type"),
+		Headers:     addedHeaders(before, rec.header),
+		Body:        rec.body.Bytes(),
+	}
+}
+
+// send writes a recorded answer to w, with exactly the recorded headers.
+func send(w http.ResponseWriter, rec *recorder) {
+	h := w.Header()
+	for k := range h {
+		if _, ok := rec.header[k]; !ok {
+			delete(h, k)
+		}
+	}
+	for k, v := range rec.header {
+		h[k] = v
+	}
+	w.WriteHeader(rec.status)
+	w.Write(rec.body.Bytes())
 }
 
 // idempotencyScope keeps one caller's keys apart from another's: the API

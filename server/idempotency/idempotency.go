@@ -1,14 +1,17 @@
 // Package idempotency makes POST requests safe to retry: a request repeated
 // with the same Idempotency-Key (in the same scope) replays the first
-// response instead of running again.
+// response instead of running again, exactly once across crashes.
 //
 // A key is claimed in a short transaction before the request runs (state
-// in_progress), and the response is stored in a second one after it ran
-// (state done). The request's own writes commit in between, in transactions
-// of their own, so a crash after them and before the response is stored
-// leaves an in_progress claim; its lease lapses and a retry runs the request
-// again. docs/limits.md ("The crash window") says, operation by operation,
-// what such a second run can and cannot do: no money moves twice.
+// in_progress, recording the claim's holder: the server instance running
+// it). The request then runs as one unit of work (package txunit): its
+// writes and the stored response (state done) commit in one transaction,
+// Finish's, or not at all. So after a crash at any point either the effect
+// and its answer both exist, and a retry replays the answer, or neither
+// does, and a retry runs the request afresh. An in_progress claim therefore
+// never has a committed effect; it is taken over once its holder is known
+// dead (the store can tell: Tx.IdempotencyHolderAlive) or, failing that,
+// once its lease lapses. docs/limits.md has the rules.
 package idempotency
 
 import (
@@ -21,6 +24,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,9 +36,9 @@ import (
 const (
 	// DefaultTTL is how long a key is remembered after it is first used.
 	DefaultTTL = 24 * time.Hour
-	// DefaultLease is how long an in_progress claim keeps retries away; a
-	// claim older than that was abandoned (its request crashed) and may be
-	// claimed again.
+	// DefaultLease is how long an in_progress claim keeps retries away
+	// when the store cannot tell that its holder died; a claim older than
+	// that was abandoned (its request crashed) and may be claimed again.
 	DefaultLease = 60 * time.Second
 	// MaxKeyLen is the longest Idempotency-Key accepted.
 	MaxKeyLen = 255
@@ -53,6 +57,7 @@ type Record struct {
 	Scope       string
 	Key         string // StoredKey of the Idempotency-Key, never the key itself
 	Claim       string // random id of the claim that holds the row
+	Holder      string // the server instance running the claim's request ("" if unknown)
 	Fingerprint []byte // sha256 of the request, see Fingerprint
 	State       State
 	// The stored response, once State is Done.
@@ -61,7 +66,7 @@ type Record struct {
 	Headers     http.Header // other response headers worth replaying (e.g. Location)
 	Body        []byte      // sealed: see seal
 	CreatedAt   time.Time   // when the current claim was taken
-	ExpiresAt   time.Time   // CreatedAt + TTL; after it the key is forgotten
+	ExpiresAt   time.Time   // first claim + TTL; after it the key is forgotten
 }
 
 // Tx is what idempotency needs from a transaction.
@@ -80,6 +85,12 @@ type Tx interface {
 	// ReleaseIdempotencyKey deletes the row if it is still in_progress under
 	// claim; it reports whether it was.
 	ReleaseIdempotencyKey(ctx context.Context, scope, key, claim string) (bool, error)
+	// IdempotencyHolderAlive reports whether the server instance holder (a
+	// Record's Holder) may still be running requests. It answers false only
+	// when the store knows the holder died: SQLite, whose file one server
+	// process owns, for every holder but the owner; PostgreSQL when the
+	// holder's advisory lock is free. Unknown holders are alive.
+	IdempotencyHolderAlive(ctx context.Context, holder string) (bool, error)
 	// PurgeIdempotencyKeys deletes up to limit rows expired at now and
 	// returns how many it deleted.
 	PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
@@ -91,15 +102,25 @@ type Service struct {
 	Now    func() time.Time
 	TTL    time.Duration // 0 means DefaultTTL
 	Lease  time.Duration // 0 means DefaultLease
+	// Holder is this server instance's id, recorded on its claims so that
+	// another instance can tell when they were abandoned (see
+	// Tx.IdempotencyHolderAlive). Set it only once the store holds the
+	// instance (storage.InstanceHolder); "" records no holder, and
+	// abandoned claims wait out their lease.
+	Holder string
 }
 
 // Claim is a held key: the request it guards may run. Finish or Release it.
 type Claim struct {
-	Scope string
-	Key   string // as stored: StoredKey of the Idempotency-Key
-	ID    string // the claim's random id
-	seal  cipher.AEAD
+	Scope   string
+	Key     string    // as stored: StoredKey of the Idempotency-Key
+	ID      string    // the claim's random id
+	Expires time.Time // when the key is forgotten
+	seal    cipher.AEAD
 }
+
+// Ref is the reference the claimed request runs under (WithRef).
+func (c *Claim) Ref() Ref { return Ref{Scope: c.Scope, Key: c.Key, Expires: c.Expires} }
 
 // Response is a stored response.
 type Response struct {
@@ -170,11 +191,14 @@ func (s *Service) lease() time.Duration {
 }
 
 // Begin claims idempotencyKey in scope for a request with the given
-// fingerprint (see Fingerprint). It
-// returns the claim when the request should run, or the stored response
-// when it already ran (replay), or an *apperr.Error:
-// idempotency_key_reused (the key was used for a different request) or
-// idempotency_key_in_use (the first request is still running).
+// fingerprint (see Fingerprint). It returns the claim when the request
+// should run, or the stored response when it already ran (replay), or an
+// *apperr.Error: idempotency_key_reused (the key was used for a different
+// request) or idempotency_key_in_use (the first request is still running).
+//
+// An in_progress claim whose holder died, or whose lease lapsed, is taken
+// over: its request ran as a unit that never committed, so running it again
+// is safe. The key keeps its expiry (it is kept TTL from its first use).
 func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, fingerprint []byte) (*Claim, *Response, error) {
 	key := StoredKey(idempotencyKey)
 	aead := seal(scope, idempotencyKey)
@@ -182,9 +206,9 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 	var replay *Response
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		claim, replay = nil, nil
-		now := s.Now().UTC()
+		now := s.Now().UTC().Truncate(time.Microsecond) // as stored
 		r := Record{
-			Scope: scope, Key: key, Claim: newClaimID(), Fingerprint: fingerprint, State: InProgress,
+			Scope: scope, Key: key, Claim: newClaimID(), Holder: s.Holder, Fingerprint: fingerprint, State: InProgress,
 			CreatedAt: now, ExpiresAt: now.Add(s.ttl()),
 		}
 		inserted, err := tx.InsertIdempotencyKey(ctx, r)
@@ -203,6 +227,17 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 			}
 			expired := !now.Before(old.ExpiresAt)
 			abandoned := old.State == InProgress && !now.Before(old.CreatedAt.Add(s.lease()))
+			if !expired && !abandoned && old.State == InProgress && old.Holder != s.Holder &&
+				bytes.Equal(old.Fingerprint, fingerprint) {
+				alive, err := tx.IdempotencyHolderAlive(ctx, old.Holder)
+				if err != nil {
+					return err
+				}
+				abandoned = !alive
+			}
+			if !expired {
+				r.ExpiresAt = old.ExpiresAt // a takeover continues the key's life
+			}
 			switch {
 			case expired:
 				// Forgotten: the key starts afresh, whatever it was used for.
@@ -222,7 +257,7 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 				return err
 			}
 		}
-		claim = &Claim{Scope: scope, Key: key, ID: r.Claim, seal: aead}
+		claim = &Claim{Scope: scope, Key: key, ID: r.Claim, Expires: r.ExpiresAt, seal: aead}
 		return nil
 	})
 	if err != nil {
@@ -233,8 +268,10 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 
 // Finish stores the response of a claimed request, to be replayed to its
 // retries. It returns false when the claim was lost in the meantime (its
-// lease lapsed and another request took the key), in which case nothing is
-// stored.
+// lease lapsed, or its holder looked dead, and another request took the
+// key), in which case nothing is stored. Called under the request's unit of
+// work (txunit), it joins the unit's transaction: the response commits with
+// the request's effects, and a false answer means the unit must roll back.
 func (s *Service) Finish(ctx context.Context, c *Claim, resp Response) (bool, error) {
 	var nonce [12]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
@@ -333,10 +370,23 @@ func newClaimID() string {
 }
 
 // Ref names the Idempotency-Key a request runs under: its scope and the key
-// as stored (StoredKey), never the raw header value.
+// as stored (StoredKey), never the raw header value, and when the key is
+// forgotten: a key used again after that is a new request.
 type Ref struct {
-	Scope string
-	Key   string
+	Scope   string
+	Key     string
+	Expires time.Time
+}
+
+// ID names the request of r: one use of one key in one scope, the same for
+// every run of the request (a retry after a crash, a conflict) and different
+// for the next request that uses the key once it expired. Effects that must
+// happen once per request derive their keys from it (an adjustment's ledger
+// key, a payout). It is 32 lowercase hex characters.
+func (r Ref) ID() string {
+	// Microseconds: the precision both stores keep.
+	sum := sha256.Sum256([]byte("xpromo idempotent request\x00" + r.Scope + "\x00" + r.Key + "\x00" + strconv.FormatInt(r.Expires.UnixMicro(), 10)))
+	return hex.EncodeToString(sum[:16])
 }
 
 type refKey struct{}

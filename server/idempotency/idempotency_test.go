@@ -311,3 +311,77 @@ func TestFingerprint(t *testing.T) {
 		}
 	}
 }
+
+// holdInstance holds a fresh instance id in s (storage.InstanceHolder), as
+// a server does at start.
+func holdInstance(t *testing.T, s storage.Store, id string) {
+	t.Helper()
+	release, err := s.(storage.InstanceHolder).HoldInstance(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release() })
+}
+
+// A claim whose holder the store knows dead is taken over at once, lease or
+// not: its request ran as a unit that never committed. A live holder's claim
+// is in use until its lease lapses.
+func TestDeadHolderIsTakenOver(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := clocktest.New(start)
+		holdInstance(t, s, "inst_live")
+		live := &idempotency.Service{Update: storage.Updater[idempotency.Tx](s), Now: c.Now, Holder: "inst_live"}
+		dead := &idempotency.Service{Update: storage.Updater[idempotency.Tx](s), Now: c.Now, Holder: "inst_dead"}
+
+		crashed := mustClaim(t, dead, "app:a", "k", fpA)
+		c.Advance(time.Second)
+		taken := mustClaim(t, live, "app:a", "k", fpA)
+		if taken.Ref().ID() != crashed.Ref().ID() {
+			t.Fatal("the takeover runs another request (Ref.ID differs)")
+		}
+		if ok, err := dead.Finish(ctx, crashed, idempotency.Response{Status: 201}); ok || err != nil {
+			t.Fatalf("Finish(dead holder's claim) = %v, %v; want false", ok, err)
+		}
+		// The dead holder's fingerprint still binds the key.
+		mustClaim(t, dead, "app:a", "k2", fpA)
+		_, _, err := begin(t, live, "app:a", "k2", fpB)
+		wantCode(t, err, apperr.IdempotencyKeyReused)
+
+		// The live holder's claims are in use, for any instance.
+		_, _, err = begin(t, dead, "app:a", "k", fpA)
+		wantCode(t, err, apperr.IdempotencyKeyInUse)
+		c.Advance(idempotency.DefaultLease)
+		mustClaim(t, dead, "app:a", "k", fpA)
+	})
+}
+
+// A key lives TTL from its first use, takeovers included; its Ref names one
+// request: the same for every run, another once the key expired.
+func TestRefNamesOneRequest(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := clocktest.New(start.Add(123456789 * time.Nanosecond)) // finer than the stores keep
+		svc := service(s, c)
+		first := mustClaim(t, svc, "app:a", "k", fpA)
+		c.Advance(idempotency.DefaultLease)
+		again := mustClaim(t, svc, "app:a", "k", fpA)
+		if again.Ref() != first.Ref() || again.ID == first.ID {
+			t.Fatalf("takeover: ref %+v then %+v", first.Ref(), again.Ref())
+		}
+		if _, err := svc.Finish(ctx, again, idempotency.Response{Status: 201}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(idempotency.DefaultTTL - idempotency.DefaultLease - time.Microsecond)
+		if _, replay, err := begin(t, svc, "app:a", "k", fpA); replay == nil || err != nil {
+			t.Fatalf("before expiry: %v, %v; want a replay", replay, err)
+		}
+		c.Advance(time.Microsecond)
+		later := mustClaim(t, svc, "app:a", "k", fpA)
+		if later.Ref().ID() == first.Ref().ID() {
+			t.Fatal("a key used again after it expired names the same request")
+		}
+		other := mustClaim(t, svc, "app:b", "k", fpA)
+		if other.Ref().ID() == later.Ref().ID() {
+			t.Fatal("two scopes' keys name the same request")
+		}
+	})
+}

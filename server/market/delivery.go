@@ -11,6 +11,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/market/auction"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // Delivery: the in-memory state behind the slot fill (docs/marketplace.md,
@@ -293,14 +294,17 @@ func (s *Service) Rebuild(ctx context.Context) error {
 }
 
 // afterChange rebuilds delivery once a change made through this Service has
-// committed, if delivery is in use. A failed rebuild leaves it to the next
+// committed (with the request's unit of work, if it runs in one: see
+// txunit), if delivery is in use. A failed rebuild leaves it to the next
 // Fill.
 func (s *Service) afterChange(ctx context.Context) {
-	if s.current.Load() == nil {
-		return
-	}
-	s.dirty.Store(true)
-	_ = s.Rebuild(ctx)
+	txunit.AfterCommit(ctx, func() {
+		if s.current.Load() == nil {
+			return
+		}
+		s.dirty.Store(true)
+		_ = s.Rebuild(ctx)
+	})
 }
 
 // deliveryIndex returns the current index, rebuilding it first when it is
@@ -337,7 +341,12 @@ func (s *Service) deliveryIndex(ctx context.Context) (*delivery, error) {
 // rebuildMu. Spent calls made while it reads are replayed onto the new
 // index (the headroom-lowering ones, see apply). Campaigns whose recorded
 // status no longer matches Status are updated afterwards.
+//
+// The index serves every request, so it is built from committed state and
+// its status updates commit on their own, outside the unit of work of the
+// request that happens to trigger it (txunit.Detached).
 func (s *Service) rebuild(ctx context.Context) error {
+	ctx = txunit.Detached(ctx)
 	now := s.Now()
 	day := UTCDay(now)
 	s.dirty.Store(false)

@@ -20,6 +20,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/market/auction"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // Tx is what the market domain needs from a transaction.
@@ -305,9 +306,10 @@ func (s *Service) CutFloor(ctx context.Context, category string, platform xpromo
 	if err != nil {
 		return CategoryFloors{}, err
 	}
-	// The cut is committed: a failed reload leaves the old snapshot, which
-	// is reloaded once it is RefreshEvery old.
-	_ = s.refresh(ctx)
+	// Once the cut is committed (with the request's unit of work, if any):
+	// a failed reload leaves the old snapshot, which is reloaded once it is
+	// RefreshEvery old.
+	txunit.AfterCommit(ctx, func() { _ = s.refresh(ctx) })
 	s.afterChange(ctx)
 	return out, nil
 }
@@ -376,8 +378,10 @@ func (s *Service) refresh(ctx context.Context) error {
 }
 
 // load reads the current floors and publishes a new snapshot. The caller
-// holds s.refreshing.
+// holds s.refreshing. The snapshot serves every request: it is read from
+// committed state, outside any request's unit of work.
 func (s *Service) load(ctx context.Context) error {
+	ctx = txunit.Detached(ctx)
 	at := s.Now()
 	var current map[string]map[xpromo.Platform]Floor
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
 )
@@ -20,8 +21,14 @@ const MaxAdjustmentCents = MaxTopUpCents
 // in one transaction. A debit never takes the wallet below zero
 // (insufficient_funds). It returns the wallet's new line.
 //
-// Each call is a new correction: retries are made safe by the API's
-// Idempotency-Key, not here.
+// Each call is a new correction, unless it runs under an Idempotency-Key
+// (idempotency.RefFrom): the adjustment's id, and so its ledger key
+// "adjustment:<id>", then derive from the request the key names
+// (idempotency.Ref.ID), and every run of that request posts the same
+// operation, which the ledger applies once. The API's unit of work already
+// commits the line with the stored answer; this keeps Adjust exactly-once
+// even where it runs outside that unit. A run that finds its line posted
+// returns it, without a second audit entry.
 func (s *Service) Adjust(ctx context.Context, appID string, amountCents int64, note string) (ledger.Line, error) {
 	switch {
 	case amountCents == 0 || amountCents > MaxAdjustmentCents || amountCents < -MaxAdjustmentCents:
@@ -38,7 +45,7 @@ func (s *Service) Adjust(ctx context.Context, appID string, amountCents int64, n
 		return ledger.Line{}, e
 	}
 	var line ledger.Line
-	id := ids.New("adj")
+	id := adjustmentID(ctx)
 	err := s.Update(ctx, func(ctx context.Context, tx WriteTx) error {
 		if _, ok, err := tx.GetApp(ctx, appID, false); err != nil {
 			return err
@@ -58,6 +65,9 @@ func (s *Service) Adjust(ctx context.Context, appID string, amountCents int64, n
 			return errs[0]
 		}
 		line, _ = results[0].Line(ledger.Wallet(appID))
+		if results[0].Replayed {
+			return nil // posted and audited by an earlier run of the request
+		}
 		detail, err := json.Marshal(map[string]any{"adjustment_id": id, "amount_cents": amountCents, "note": note, "line_id": line.ID})
 		if err != nil {
 			return err
@@ -67,4 +77,13 @@ func (s *Service) Adjust(ctx context.Context, appID string, amountCents int64, n
 		})
 	})
 	return line, err
+}
+
+// adjustmentID is the id of the adjustment a request makes: derived from
+// its Idempotency-Key when it has one, else fresh.
+func adjustmentID(ctx context.Context) string {
+	if ref, ok := idempotency.RefFrom(ctx); ok {
+		return "adj_" + ref.ID()
+	}
+	return ids.New("adj")
 }

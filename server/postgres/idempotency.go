@@ -40,9 +40,9 @@ func decodeIdemHeaders(s string) (http.Header, error) {
 }
 
 func (t *tx) InsertIdempotencyKey(ctx context.Context, r idempotency.Record) (bool, error) {
-	n, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, claim, fingerprint, state, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (scope, key) DO NOTHING`,
-		r.Scope, r.Key, r.Claim, r.Fingerprint, string(r.State), r.CreatedAt, r.ExpiresAt)
+	n, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, claim, holder, fingerprint, state, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (scope, key) DO NOTHING`,
+		r.Scope, r.Key, r.Claim, r.Holder, r.Fingerprint, string(r.State), r.CreatedAt, r.ExpiresAt)
 	if err != nil {
 		return false, wrap(err, "claiming an idempotency key")
 	}
@@ -52,9 +52,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (scope, key) DO NOTHING`,
 func (t *tx) LockIdempotencyKey(ctx context.Context, scope, key string) (idempotency.Record, bool, error) {
 	r := idempotency.Record{Scope: scope, Key: key}
 	var state, headers string
-	err := t.queryRow(ctx, `SELECT claim, fingerprint, state, status, content_type, headers, body, created_at, expires_at
+	err := t.queryRow(ctx, `SELECT claim, holder, fingerprint, state, status, content_type, headers, body, created_at, expires_at
 FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE`, []any{scope, key},
-		&r.Claim, &r.Fingerprint, &state, &r.Status, &r.ContentType, &headers, &r.Body, &r.CreatedAt, &r.ExpiresAt)
+		&r.Claim, &r.Holder, &r.Fingerprint, &state, &r.Status, &r.ContentType, &headers, &r.Body, &r.CreatedAt, &r.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idempotency.Record{}, false, nil
 	}
@@ -73,10 +73,10 @@ func (t *tx) ReplaceIdempotencyKey(ctx context.Context, r idempotency.Record) er
 	if err != nil {
 		return err
 	}
-	_, err = t.exec(ctx, `UPDATE idempotency_keys SET claim = $3, fingerprint = $4, state = $5, status = $6, content_type = $7,
+	_, err = t.exec(ctx, `UPDATE idempotency_keys SET claim = $3, holder = $12, fingerprint = $4, state = $5, status = $6, content_type = $7,
   headers = $8, body = $9, created_at = $10, expires_at = $11 WHERE scope = $1 AND key = $2`,
 		r.Scope, r.Key, r.Claim, r.Fingerprint, string(r.State), r.Status, r.ContentType, headers, idemBody(r.Body),
-		r.CreatedAt, r.ExpiresAt)
+		r.CreatedAt, r.ExpiresAt, r.Holder)
 	return wrap(err, "re-claiming an idempotency key")
 }
 
@@ -120,4 +120,19 @@ func idemBody(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// IdempotencyHolderAlive tries the holder's instance lock (HoldInstance),
+// shared and until the end of the transaction: taken, the holder's session
+// is gone. A shared try lets concurrent claims of one dead holder's keys all
+// find out; a live holder's exclusive lock refuses every one.
+func (t *tx) IdempotencyHolderAlive(ctx context.Context, holder string) (bool, error) {
+	if holder == "" {
+		return true, nil // claimed before holders were recorded
+	}
+	var free bool
+	if err := t.queryRow(ctx, `SELECT pg_try_advisory_xact_lock_shared($1)`, []any{instanceLockKey(holder)}, &free); err != nil {
+		return false, wrap(err, "checking an idempotency claim's holder")
+	}
+	return !free, nil
 }

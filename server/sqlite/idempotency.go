@@ -36,9 +36,9 @@ func decodeIdemHeaders(s string) (http.Header, error) {
 }
 
 func (t *tx) InsertIdempotencyKey(ctx context.Context, r idempotency.Record) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, key, claim, fingerprint, state, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, key) DO NOTHING`,
-		r.Scope, r.Key, r.Claim, r.Fingerprint, string(r.State), micros(r.CreatedAt), micros(r.ExpiresAt))
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, key, claim, holder, fingerprint, state, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, key) DO NOTHING`,
+		r.Scope, r.Key, r.Claim, r.Holder, r.Fingerprint, string(r.State), micros(r.CreatedAt), micros(r.ExpiresAt))
 	if err != nil {
 		return false, wrap(err)
 	}
@@ -50,9 +50,9 @@ func (t *tx) LockIdempotencyKey(ctx context.Context, scope, key string) (idempot
 	r := idempotency.Record{Scope: scope, Key: key}
 	var state, headers string
 	var created, expires int64
-	err := t.tx.QueryRowContext(ctx, `SELECT claim, fingerprint, state, status, content_type, headers, body, created_at, expires_at
+	err := t.tx.QueryRowContext(ctx, `SELECT claim, holder, fingerprint, state, status, content_type, headers, body, created_at, expires_at
 FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key).
-		Scan(&r.Claim, &r.Fingerprint, &state, &r.Status, &r.ContentType, &headers, &r.Body, &created, &expires)
+		Scan(&r.Claim, &r.Holder, &r.Fingerprint, &state, &r.Status, &r.ContentType, &headers, &r.Body, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return idempotency.Record{}, false, nil
 	}
@@ -71,9 +71,9 @@ func (t *tx) ReplaceIdempotencyKey(ctx context.Context, r idempotency.Record) er
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(ctx, `UPDATE idempotency_keys SET claim = ?, fingerprint = ?, state = ?, status = ?, content_type = ?,
+	_, err = t.tx.ExecContext(ctx, `UPDATE idempotency_keys SET claim = ?, holder = ?, fingerprint = ?, state = ?, status = ?, content_type = ?,
   headers = ?, body = ?, created_at = ?, expires_at = ? WHERE scope = ? AND key = ?`,
-		r.Claim, r.Fingerprint, string(r.State), r.Status, r.ContentType, headers, idemBody(r.Body),
+		r.Claim, r.Holder, r.Fingerprint, string(r.State), r.Status, r.ContentType, headers, idemBody(r.Body),
 		micros(r.CreatedAt), micros(r.ExpiresAt), r.Scope, r.Key)
 	return wrap(err)
 }
@@ -118,4 +118,12 @@ func idemBody(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// IdempotencyHolderAlive: while an instance holds the file (HoldInstance),
+// it is the only live holder; every other one, and claims recorded without
+// a holder, belong to a process that is gone. Without one, every holder may
+// be alive (claims wait out their lease).
+func (t *tx) IdempotencyHolderAlive(_ context.Context, holder string) (bool, error) {
+	return t.owner == "" || holder == t.owner, nil
 }

@@ -37,6 +37,7 @@ type DB struct {
 	path     string
 	writer   *sql.DB // one connection: SQLite has one writer
 	readPool *sql.DB
+	owner    owner // the server instance that holds the file (HoldInstance)
 }
 
 // Open opens (creating if needed) the database file at path and migrates it.
@@ -136,7 +137,7 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx storage.
 	if err != nil {
 		return wrap(err)
 	}
-	if err := fn(ctx, &tx{tx: sqlTx}); err != nil {
+	if err := fn(ctx, &tx{tx: sqlTx, owner: db.ownerID()}); err != nil {
 		sqlTx.Rollback()
 		return err
 	}
@@ -151,7 +152,7 @@ func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx storage.
 		return wrap(err)
 	}
 	defer sqlTx.Rollback()
-	return fn(ctx, &tx{tx: sqlTx})
+	return fn(ctx, &tx{tx: sqlTx, owner: db.ownerID()})
 }
 
 func retryable(err error) bool {

@@ -9,7 +9,10 @@ import (
 )
 
 // tx implements ledger.Tx on the writer connection.
-type tx struct{ tx *sql.Tx }
+type tx struct {
+	tx    *sql.Tx
+	owner string // the instance holding the file when tx began ("" if none)
+}
 
 // placeholders returns "?,?,…" for n values.
 func placeholders(n int) string {

@@ -48,6 +48,15 @@ type Store interface {
 	Close() error
 }
 
+// InstanceHolder is a store that can tell when a server instance holding
+// idempotency claims died (idempotency.Tx.IdempotencyHolderAlive). Both
+// stores are. HoldInstance marks this process as the live instance id until
+// release is called or the process ends; the server calls it at start,
+// before it serves, and records id on its claims (idempotency.Service.Holder).
+type InstanceHolder interface {
+	HoldInstance(ctx context.Context, id string) (release func() error, err error)
+}
+
 // Txer runs a function in a transaction of type T.
 type Txer[T any] func(ctx context.Context, fn func(ctx context.Context, tx T) error) error
 

@@ -6,15 +6,38 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/storage"
 )
 
-// idempotencyService keeps Idempotency-Keys in the store.
+// idempotencyService keeps Idempotency-Keys in the store, its claims
+// recording cfg.Instance as their holder.
 func idempotencyService(cfg Config, store storage.Store) (*idempotency.Service, error) {
 	return &idempotency.Service{
 		Update: storage.Updater[idempotency.Tx](store),
 		Now:    cfg.Now,
+		Holder: cfg.Instance,
 	}, nil
+}
+
+// HoldInstance draws this process's instance id and holds it in store
+// (storage.InstanceHolder: SQLite locks the database file for this process,
+// PostgreSQL holds an advisory lock on a connection of its own), so that once
+// the process dies, whatever kills it, other processes know its idempotency
+// claims were abandoned. Pass id as Config.Instance; call release after the
+// last request, at shutdown. A store that cannot tell answers "" and a no-op
+// release.
+func HoldInstance(ctx context.Context, store storage.Store) (id string, release func() error, err error) {
+	h, ok := store.(storage.InstanceHolder)
+	if !ok {
+		return "", func() error { return nil }, nil
+	}
+	id = ids.New("inst")
+	release, err = h.HoldInstance(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, release, nil
 }
 
 // DefaultIdempotencyPurgeInterval is how often RunIdempotencyPurge runs.

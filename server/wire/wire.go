@@ -69,6 +69,12 @@ type Config struct {
 	// SweepInterval is how often RunBackground sweeps; 0 means
 	// DefaultSweepInterval.
 	SweepInterval time.Duration
+
+	// Instance is this process's instance id, held in the store by
+	// HoldInstance: recorded on idempotency claims, so that another process
+	// takes over the claims of a dead one at once. "" records none (claims
+	// of a dead process wait out their 60 s lease).
+	Instance string
 }
 
 // Server is the assembled server: the HTTP API and what its background
@@ -95,8 +101,11 @@ func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 }
 
 // Build assembles the server on store: the domain services, all on one
-// clock (cfg.Now wrapped in the test clock), and the HTTP API.
+// clock (cfg.Now wrapped in the test clock), and the HTTP API. Every service
+// runs its transactions through storage.Units, so that a request sent with
+// an Idempotency-Key commits as one unit with its stored answer.
 func Build(cfg Config, store storage.Store) (*Server, error) {
+	store = storage.Units(store)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -40,6 +40,24 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		}
 	}()
 
+	// Holder detection (docs/operations.md): this process's instance id,
+	// held in the store until it stops, so that the idempotency claims of a
+	// process that died are taken over at once rather than after their lease.
+	instance, releaseInstance, err := wire.HoldInstance(ctx, st.store)
+	switch {
+	case heldElsewhere(err):
+		log.Error("cannot start: another server process serves this SQLite database", slog.String("database", st.location), slog.String("error", err.Error()))
+		return exitCode(exitFail)
+	case err != nil:
+		log.Warn("no holder detection: claims of a process that died wait out their lease", slog.String("error", err.Error()))
+		instance, releaseInstance = "", func() error { return nil }
+	}
+	defer func() {
+		if err := releaseInstance(); err != nil {
+			log.Error("releasing the instance", slog.String("error", err.Error()))
+		}
+	}()
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		log.Error("cannot listen", slog.String("addr", cfg.Addr), slog.String("error", err.Error()))
@@ -68,6 +86,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		IPToASNFile:     cfg.IPToASNFile,
 		DatacentersFile: cfg.DatacentersFile,
 		TrustedProxies:  cfg.TrustedProxies,
+		Instance:        instance,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
@@ -97,6 +116,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		slog.String("mode", cfg.Mode),
 		slog.String("admin_api", adminAPI),
 		slog.String("base_url", baseURL),
+		slog.String("instance", instance),
 	)
 
 	// Background work stops with ctx, before the store is closed.

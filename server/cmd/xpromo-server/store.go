@@ -57,3 +57,7 @@ func openStore(ctx context.Context, cfg config, mustExist bool) (*openedStore, e
 	}
 	return &openedStore{store: db, kind: "sqlite", location: path}, nil
 }
+
+// heldElsewhere tells whether wire.HoldInstance failed because another
+// server process holds the store (SQLite: one server per database file).
+func heldElsewhere(err error) bool { return errors.Is(err, sqlite.ErrInUse) }

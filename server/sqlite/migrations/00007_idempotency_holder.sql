@@ -1,0 +1,8 @@
+-- +goose Up
+-- The server instance running an in_progress claim (docs/limits.md,
+-- "Holders"): a claim whose holder is known dead is taken over at once
+-- instead of waiting out its lease. '' on rows claimed before this column.
+ALTER TABLE idempotency_keys ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+
+-- +goose Down
+ALTER TABLE idempotency_keys DROP COLUMN holder;
