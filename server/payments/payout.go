@@ -111,6 +111,10 @@ func (s *Service) payoutAccount(ctx context.Context, tx Tx, appID string) (strin
 func (s *Service) Payout(ctx context.Context, appID string) (Payout, error) {
 	ctx = txunit.Detached(ctx)
 	ref, keyed := idempotency.RefFrom(ctx)
+	// The payout records the request, not only its key: one use of the key
+	// (Ref.ID), so that the key used again once it expired (24 hours) asks
+	// for a new payout rather than answering the old one.
+	ref = idempotency.Ref{Scope: ref.Scope, Key: ref.ID()}
 	var p Payout
 	var retried bool // p is the payout an earlier request with the same key created
 	// One id for every attempt of the transaction: a retry must reserve into
