@@ -21,3 +21,13 @@ func New(prefix string) string {
 	}
 	return prefix + "_" + enc.EncodeToString(b[:])
 }
+
+// Derived returns prefix + "_" + 26 characters encoding the first 16 bytes
+// of seed: the id of something that must be the same every time it is made
+// from the same seed (an effect keyed on a request's Idempotency-Key), in
+// the same shape as New's.
+func Derived(prefix string, seed []byte) string {
+	var b [16]byte
+	copy(b[:], seed)
+	return prefix + "_" + enc.EncodeToString(b[:])
+}

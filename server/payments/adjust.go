@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 
 	"github.com/xpromo/xpromo/server/apperr"
@@ -83,7 +84,10 @@ func (s *Service) Adjust(ctx context.Context, appID string, amountCents int64, n
 // its Idempotency-Key when it has one, else fresh.
 func adjustmentID(ctx context.Context) string {
 	if ref, ok := idempotency.RefFrom(ctx); ok {
-		return "adj_" + ref.ID()
+		seed, err := hex.DecodeString(ref.ID())
+		if err == nil {
+			return ids.Derived("adj", seed)
+		}
 	}
 	return ids.New("adj")
 }
