@@ -128,7 +128,9 @@ func (s *Server) record(r *http.Request, ww middleware.WrapResponseWriter, elaps
 		slog.String("route", route),
 		slog.String("path", r.URL.Path),
 		slog.Int("status", status),
-		slog.Duration("duration", elapsed),
+		// The unit is in the key: slog's Duration is nanoseconds as a bare
+		// integer in JSON, which nobody can read without the source.
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 		slog.Int("bytes", ww.BytesWritten()),
 		attrRequestID(r.Context()),
 	)

@@ -270,7 +270,9 @@ func TestAccessLog(t *testing.T) {
 	assert.Equal(t, "/v1/apps/{app_id}", l["route"])
 	assert.EqualValues(t, 204, l["status"])
 	assert.Equal(t, "rid-1", l["request_id"])
-	assert.Contains(t, l, "duration")
+	ms, ok := l["duration_ms"].(float64)
+	assert.True(t, ok && ms >= 0, "duration_ms is a number of milliseconds: %v", l["duration_ms"])
+	assert.NotContains(t, l, "duration", "no unitless duration")
 	// Probes are logged, but at DEBUG.
 	assert.Equal(t, "DEBUG", lines[1]["level"])
 	assert.Equal(t, "/healthz", lines[1]["route"])
