@@ -14,6 +14,24 @@ func payoutChecks() []Check {
 		{"nothing withdrawable answers 409 below_minimum", checkPayoutNothing},
 		{"top-ups are not withdrawable", checkPayoutTopUpsNotWithdrawable},
 		{"cleared cash earnings are paid out, once", checkPayoutOfEarnings},
+		{"a suspended app cannot withdraw: 409 payout_not_allowed", checkPayoutSuspended},
+	}
+}
+
+// checkPayoutSuspended: the app's status is checked before its balance,
+// so a suspended app is refused whatever it holds, and nothing moves.
+func checkPayoutSuspended(c *C) {
+	admin := c.Admin()
+	a := fundedApp(c, 20000)
+	_, err := admin.AdminApproveApp(c.Ctx(), a.ID, "conformance")
+	c.NoError(err, "approving the app")
+	_, err = admin.AdminSuspendApp(c.Ctx(), a.ID, "conformance")
+	c.NoError(err, "suspending the app")
+	_, err = a.Client.RequestPayout(c.Ctx(), a.ID)
+	c.ExpectError(err, http.StatusConflict, "payout_not_allowed", "payout of a suspended app")
+	checkErrorBody(c, c.Last())
+	if lines := c.Lines(a, nil); len(lines) != 1 {
+		c.Errorf("a refused payout changed the ledger: %+v", lines)
 	}
 }
 
