@@ -58,7 +58,15 @@ func TestHoldInstance(t *testing.T) {
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_locks
 WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&killed))
 	require.Equal(t, 1, killed, "the lock's session")
+	// pg_terminate_backend only signals: the session's lock goes when its
+	// backend has exited. Until the instance locks again it looks dead.
 	deadline := time.Now().Add(time.Minute)
+	for holderAlive(t, db, "inst_a") {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed session's lock was not released within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for !holderAlive(t, db, "inst_a") {
 		if time.Now().After(deadline) {
 			t.Fatal("the instance lock was not taken again within a minute")
@@ -67,5 +75,5 @@ WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted AND database 
 	}
 
 	require.NoError(t, release())
-	assert.False(t, holderAlive(t, db, "inst_a"), "released: dead")
+	assert.Eventually(t, func() bool { return !holderAlive(t, db, "inst_a") }, 10*time.Second, 10*time.Millisecond, "released: dead")
 }
