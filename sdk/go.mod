@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	golang.org/x/sys v0.49.0
 )
 
