@@ -3,6 +3,7 @@ module github.com/xpromo/xpromo/server
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/gaissmai/bart v0.30.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-chi/chi/v5 v5.5.0
