@@ -321,8 +321,14 @@ func (h *harness) setUp(ctx context.Context) error {
 			ops = append(ops, h.heartbeatOp(0, c))
 		}
 	}
-	ops = append(ops, h.sweepOp(0))
 	if err := h.quiet(ctx, ops); err != nil {
+		return err
+	}
+	// The sweep after every heartbeat was answered, not beside them: the
+	// workers run a phase's operations concurrently, and a sweep that
+	// overtook a heartbeat would leave that install uncleared, the
+	// advertiser short of the go-live rule's ten.
+	if err := h.quiet(ctx, []*Op{h.sweepOp(0)}); err != nil {
 		return err
 	}
 	for _, a := range h.advList {
