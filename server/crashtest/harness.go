@@ -19,9 +19,9 @@
 //     top-ups, adjustments and a payout per publisher (shuffled), a last
 //     sweep; a moment after one of them starts (phase says which), the
 //     server is killed, verified, started again, its clock put back where
-//     the run had it (plus the 60-second idempotency lease, as a client
-//     waiting a minute would), verified again, and the operations
-//     continue, retried with their keys.
+//     the run had it, verified again, and the operations continue,
+//     retried with their keys (which the restarted server takes over from
+//     the killed process at once: no lease to wait out).
 //
 // Everything the run does goes through the same operations, the setup
 // included (without kills), so that every line of every wallet must be
@@ -71,9 +71,9 @@ type Config struct {
 	// unresolved.
 	RetryFor time.Duration
 	// LeaseSkip is how far the test clock moves at each restart, besides
-	// being put back where the run had it: past the server's 60-second
-	// idempotency lease, so that a key whose request died with the server
-	// can be retried at once. 0 waits for whatever the server does.
+	// being put back where the run had it. 0 (the default) leaves keys
+	// whose request died with the server to the server's holder detection;
+	// 61 s would step over the 60-second idempotency lease instead.
 	LeaseSkip time.Duration
 	// Keep keeps each store's work directory (and PostgreSQL database)
 	// instead of removing it. A store that failed keeps its work
@@ -577,8 +577,7 @@ func (h *harness) killAndRestart(ctx context.Context, cycle int, k Kill, inFligh
 		return k, fmt.Errorf("restarting the server: %w", err)
 	}
 	// The test clock lives in the process: put it back where the run had
-	// it (from wherever the new process starts it), and past the
-	// idempotency lease.
+	// it (from wherever the new process starts it), plus LeaseSkip.
 	state, err := h.setup.AdminGetClock(ctx)
 	if err != nil {
 		return k, fmt.Errorf("reading the restarted server's clock: %w", err)

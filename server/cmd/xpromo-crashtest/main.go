@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	topups := fs.Int("topups", 3, "top-ups per cycle")
 	adjustments := fs.Int("adjustments", 10, "adjustments per cycle")
 	retryFor := fs.Duration("retry-for", 60*time.Second, "how long one operation is retried (with the same key) before it counts as unresolved")
-	leaseSkip := fs.Duration("lease-skip", 61*time.Second, "how far each restart moves the test clock past where the run had it, beyond the server's 60 s idempotency lease; 0 leaves the lease to the server (give -retry-for more than the lease then)")
+	leaseSkip := fs.Duration("lease-skip", 0, "how far each restart moves the test clock past where the run had it; 0 (the default) relies on the server taking over the keys of the killed process at once (holder detection), which a -retry-for under the 60 s lease then proves")
 	keep := fs.Bool("keep", false, "keep each store's work directory (server log, SQLite file) and PostgreSQL database; a failed store keeps its work directory anyway")
 	verbose := fs.Bool("v", false, "print every problem found, not just the first few")
 	if err := fs.Parse(args); err != nil {
