@@ -138,19 +138,20 @@ func TestDecodeJSONOrder(t *testing.T) {
 	assert.Equal(t, []string{apperr.UnknownField, apperr.InvalidName, apperr.DuplicateField}, got)
 }
 
-// syncLog is a log buffer the server and the test share.
-type syncLog struct {
+// SyncBuffer is a log buffer the server and a test share from any
+// goroutine (exported for the package's external tests too).
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *syncLog) Write(p []byte) (int, error) {
+func (l *SyncBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *syncLog) String() string {
+func (l *SyncBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
@@ -160,7 +161,7 @@ func (l *syncLog) String() string {
 // 499, no "internal error", and no answer written (one written would be
 // stored for an Idempotency-Key and replayed).
 func TestClientAbort(t *testing.T) {
-	log := &syncLog{}
+	log := &SyncBuffer{}
 	s := New(Config{Store: nopStore{}, Logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	started := make(chan struct{})
 	s.Router().Get("/v1/slow", func(w http.ResponseWriter, r *http.Request) {

@@ -225,7 +225,7 @@ func TestLimitsRedisSharedAcrossInstances(t *testing.T) {
 // A limiter that fails (Redis down) lets requests through, logs a warning
 // and counts them; the headers that need the count are left out.
 func TestLimitsFailOpen(t *testing.T) {
-	reg, logs := httpapi.NewRegistry(), &syncBuffer{}
+	reg, logs := httpapi.NewRegistry(), &httpapi.SyncBuffer{}
 	e := newLimitsEnv(t, storagetest.SQLite(t), wire.Config{
 		RedisURL: "redis://127.0.0.1:1/0", WriteLimit: 1, Registry: reg,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -27,33 +26,15 @@ type pinger struct{ err error }
 
 func (p pinger) Ping(ctx context.Context) error { return p.err }
 
-// syncBuffer lets the logger and the test share a buffer safely.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	srv *httpapi.Server
 	reg *prometheus.Registry
-	log *syncBuffer
+	log *httpapi.SyncBuffer
 }
 
 func newFixture(t *testing.T, store httpapi.Pinger, mode string) *fixture {
 	t.Helper()
-	f := &fixture{reg: httpapi.NewRegistry(), log: &syncBuffer{}}
+	f := &fixture{reg: httpapi.NewRegistry(), log: &httpapi.SyncBuffer{}}
 	f.srv = httpapi.New(httpapi.Config{
 		Store:    store,
 		Logger:   slog.New(slog.NewJSONHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
