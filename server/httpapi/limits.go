@@ -192,18 +192,6 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 	})
 }
 
-// detach runs a handler outside its request's unit of work: its writes
-// commit on their own (txunit.Detached), and only the stored answer commits
-// in the unit. For operations that call the outside world between their
-// writes (a payout's transfer): rolled back and run again, they would call
-// it again. Such an operation makes itself exactly-once by keying its
-// effects on the request (idempotency.RefFrom), or refuses to run twice.
-func detach(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(txunit.Detached(r.Context())))
-	})
-}
-
 // maxUnitAttempts bounds the runs of a keyed request whose unit of work
 // conflicts (as the stores bound a transaction's attempts).
 const maxUnitAttempts = 10

@@ -20,7 +20,7 @@ import (
 func (s *Server) mountMoney(public, protected, admin chi.Router) {
 	protected.Post("/apps/{app_id}/top-up", s.topUp)
 	protected.Get("/apps/{app_id}/ledger", s.getLedger)
-	protected.With(detach).Post("/apps/{app_id}/payout", s.requestPayout) // it transfers between its writes
+	protected.Post("/apps/{app_id}/payout", s.requestPayout) // payments.Payout detaches from the unit of work itself: it transfers between its writes
 	admin.Put("/admin/apps/{app_id}/payout-account", s.setPayoutAccount)
 	admin.Post("/admin/apps/{app_id}/adjustments", s.adjustWallet)
 
