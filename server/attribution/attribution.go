@@ -19,7 +19,6 @@ package attribution
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
 // State is the state of a chain.
@@ -141,23 +141,6 @@ type SDKKey struct {
 // Revoked reports whether the key is revoked at t.
 func (k SDKKey) Revoked(t time.Time) bool { return !k.RevokedAt.IsZero() && !t.Before(k.RevokedAt) }
 
-// Event is a row of the transactional outbox, written in the transaction of
-// the state change it announces, for the webhook deliverer to send to AppID.
-type Event struct {
-	ID        string
-	Kind      string
-	AppID     string
-	Payload   json.RawMessage
-	CreatedAt time.Time
-}
-
-// Event kinds.
-const (
-	EventStateChanged = "chain.state_changed"
-	EventCleared      = "chain.cleared"
-	EventRejected     = "chain.rejected"
-)
-
 // FillCount is a number of fills (creatives served) of one campaign in one
 // publisher app on one UTC day.
 type FillCount struct {
@@ -253,11 +236,11 @@ type Tx interface {
 	// LOCKED, so concurrent sweepers take disjoint batches.
 	DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]Due, error)
 
-	// InsertOutbox appends events to the outbox.
-	InsertOutbox(ctx context.Context, events []Event) error
+	// Writer appends events to the outbox.
+	outbox.Writer
 	// AppOutbox returns an app's events, oldest first (what a webhook
 	// deliverer sends it; delivered ones included).
-	AppOutbox(ctx context.Context, appID string) ([]Event, error)
+	AppOutbox(ctx context.Context, appID string) ([]outbox.Event, error)
 	// AddFillCounts adds counts to the stored per-day fill counters.
 	AddFillCounts(ctx context.Context, counts []FillCount) error
 

@@ -17,6 +17,7 @@ import (
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
@@ -358,9 +359,9 @@ func eachWorld(t *testing.T, rules attribution.Rules, f func(t *testing.T, w *wo
 }
 
 // outbox is the app's webhook outbox as the store holds it.
-func (w *world) outbox(app string) []attribution.Event {
+func (w *world) outbox(app string) []outbox.Event {
 	w.t.Helper()
-	var out []attribution.Event
+	var out []outbox.Event
 	require.NoError(w.t, w.store.View(w.ctx, func(ctx context.Context, tx storage.Tx) (err error) {
 		out, err = tx.AppOutbox(ctx, app)
 		return err

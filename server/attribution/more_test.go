@@ -14,12 +14,13 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
-func kinds(evs []attribution.Event) map[string]int {
-	out := map[string]int{}
+func kinds(evs []outbox.Event) map[xpromo.EventType]int {
+	out := map[xpromo.EventType]int{}
 	for _, e := range evs {
-		out[e.Kind]++
+		out[e.Type]++
 	}
 	return out
 }
@@ -32,7 +33,7 @@ func TestOutbox(t *testing.T) {
 		ch, tok, err := w.clickAndInstall(p, "dev-1", residential)
 		require.NoError(t, err)
 		for _, app := range []string{p.pub, p.adv} {
-			assert.Equal(t, map[string]int{attribution.EventStateChanged: 1}, kinds(w.outbox(app)))
+			assert.Equal(t, map[xpromo.EventType]int{xpromo.EventChainStateChanged: 1}, kinds(w.outbox(app)))
 		}
 		w.clock.Advance(49 * time.Hour)
 		_, err = w.heartbeat(p.advKey, p.adv, "dev-1", tok, 1)
@@ -43,15 +44,15 @@ func TestOutbox(t *testing.T) {
 		assertFraud(t, err, attribution.FraudTokenExpired)
 		for _, app := range []string{p.pub, p.adv} {
 			evs := w.outbox(app)
-			assert.Equal(t, map[string]int{attribution.EventStateChanged: 3, attribution.EventCleared: 1, attribution.EventRejected: 1}, kinds(evs), app)
+			assert.Equal(t, map[xpromo.EventType]int{xpromo.EventChainStateChanged: 3, xpromo.EventChainCleared: 1, xpromo.EventChainRejected: 1}, kinds(evs), app)
 			for _, e := range evs {
-				var pl attribution.EventPayload
-				require.NoError(t, json.Unmarshal(e.Payload, &pl))
-				assert.Equal(t, e.Kind, pl.Type)
-				if e.Kind == attribution.EventCleared {
+				var pl xpromo.ChainEventData
+				require.NoError(t, json.Unmarshal(e.Data, &pl))
+				if e.Type == xpromo.EventChainCleared {
 					assert.Equal(t, ch.ID, pl.Chain.ChainID)
 					assert.Equal(t, xpromo.ChainCleared, pl.Chain.State)
-					assert.Equal(t, string(attribution.StateActivated), pl.PreviousState)
+					require.NotNil(t, pl.PreviousState)
+					assert.Equal(t, xpromo.ChainActivated48h, *pl.PreviousState)
 					require.NotNil(t, pl.Chain.Countersignature)
 				}
 			}

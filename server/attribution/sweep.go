@@ -7,6 +7,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/txunit"
 )
 
@@ -94,7 +95,7 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 			return err
 		}
 		settled := make([]Chain, 0, len(due))
-		var evs []Event
+		var evs []outbox.Event
 		for i, d := range due {
 			if errs[i] != nil {
 				res.Failed++

@@ -13,6 +13,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
 // attribution.Tx on PostgreSQL.
@@ -379,7 +380,7 @@ SELECT id, kind, app_id, payload::jsonb, created_at FROM unnest($1::text[], $2::
   AS v(id, kind, app_id, payload, created_at)`
 
 // InsertOutbox queues the insert (sent with COMMIT).
-func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error {
+func (t *tx) InsertOutbox(ctx context.Context, events []outbox.Event) error {
 	if t.err != nil {
 		return t.err
 	}
@@ -389,7 +390,7 @@ func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error
 	}
 	id, kind, app, payload, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
 	for i, e := range events {
-		id[i], kind[i], app[i], payload[i], at[i] = e.ID, e.Kind, e.AppID, string(e.Payload), e.CreatedAt
+		id[i], kind[i], app[i], payload[i], at[i] = e.ID, string(e.Type), e.AppID, string(e.Data), e.CreatedAt
 	}
 	b := &pgx.Batch{}
 	b.Queue(insertOutbox, id, kind, app, payload, at)
@@ -397,15 +398,15 @@ func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error
 	return nil
 }
 
-func (t *tx) AppOutbox(ctx context.Context, appID string) ([]attribution.Event, error) {
-	var out []attribution.Event
+func (t *tx) AppOutbox(ctx context.Context, appID string) ([]outbox.Event, error) {
+	var out []outbox.Event
 	err := t.query(ctx, `SELECT id, kind, app_id, payload::text, created_at FROM outbox WHERE app_id = $1 ORDER BY created_at, id`, []any{appID}, func(rows pgx.Rows) error {
-		var e attribution.Event
+		var e outbox.Event
 		var payload string
-		if err := rows.Scan(&e.ID, &e.Kind, &e.AppID, &payload, &e.CreatedAt); err != nil {
+		if err := rows.Scan(&e.ID, &e.Type, &e.AppID, &payload, &e.CreatedAt); err != nil {
 			return err
 		}
-		e.Payload, e.CreatedAt = []byte(payload), e.CreatedAt.UTC()
+		e.Data, e.CreatedAt = []byte(payload), e.CreatedAt.UTC()
 		out = append(out, e)
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
 // attribution.Tx on SQLite. The write transaction holds the database's only
@@ -261,28 +262,28 @@ ORDER BY c.id LIMIT ?`, limit, micros(closedBefore), limit, limit)
 	return out, wrap(rows.Err())
 }
 
-func (t *tx) InsertOutbox(ctx context.Context, events []attribution.Event) error {
+func (t *tx) InsertOutbox(ctx context.Context, events []outbox.Event) error {
 	return t.insert(ctx, "outbox", "id, kind, app_id, payload, created_at", len(events), 5, func(i int) []any {
 		e := events[i]
-		return []any{e.ID, e.Kind, e.AppID, string(e.Payload), micros(e.CreatedAt)}
+		return []any{e.ID, string(e.Type), e.AppID, string(e.Data), micros(e.CreatedAt)}
 	})
 }
 
-func (t *tx) AppOutbox(ctx context.Context, appID string) ([]attribution.Event, error) {
+func (t *tx) AppOutbox(ctx context.Context, appID string) ([]outbox.Event, error) {
 	rows, err := t.tx.QueryContext(ctx, `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE app_id = ? ORDER BY created_at, id`, appID)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
-	var out []attribution.Event
+	var out []outbox.Event
 	for rows.Next() {
-		var e attribution.Event
+		var e outbox.Event
 		var payload string
 		var at int64
-		if err := rows.Scan(&e.ID, &e.Kind, &e.AppID, &payload, &at); err != nil {
+		if err := rows.Scan(&e.ID, &e.Type, &e.AppID, &payload, &at); err != nil {
 			return nil, wrap(err)
 		}
-		e.Payload, e.CreatedAt = []byte(payload), fromMicros(at)
+		e.Data, e.CreatedAt = []byte(payload), fromMicros(at)
 		out = append(out, e)
 	}
 	return out, wrap(rows.Err())
