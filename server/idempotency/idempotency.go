@@ -22,6 +22,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -401,4 +402,26 @@ func WithRef(ctx context.Context, r Ref) context.Context {
 func RefFrom(ctx context.Context) (r Ref, ok bool) {
 	r, ok = ctx.Value(refKey{}).(Ref)
 	return r, ok
+}
+
+// EncodeHeaders is how the stores keep a stored answer's headers: a JSON
+// object ("{}" when there are none).
+func EncodeHeaders(h http.Header) (string, error) {
+	if len(h) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(h)
+	return string(b), err
+}
+
+// DecodeHeaders reads what EncodeHeaders wrote (nil when it held none).
+func DecodeHeaders(s string) (http.Header, error) {
+	var h http.Header
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return nil, fmt.Errorf("idempotency_keys.headers: %w", err)
+	}
+	if len(h) == 0 {
+		return nil, nil
+	}
+	return h, nil
 }

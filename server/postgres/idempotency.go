@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,25 +16,6 @@ import (
 // CONFLICT DO NOTHING waits for a concurrent inserter to commit or roll back,
 // and SELECT … FOR UPDATE then locks the row it left, so at READ COMMITTED
 // every claimant sees the latest committed state of the key.
-
-func encodeIdemHeaders(h http.Header) (string, error) {
-	if len(h) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(h)
-	return string(b), err
-}
-
-func decodeIdemHeaders(s string) (http.Header, error) {
-	var h http.Header
-	if err := json.Unmarshal([]byte(s), &h); err != nil {
-		return nil, fmt.Errorf("postgres: idempotency_keys.headers: %w", err)
-	}
-	if len(h) == 0 {
-		return nil, nil
-	}
-	return h, nil
-}
 
 func (t *tx) InsertIdempotencyKey(ctx context.Context, r idempotency.Record) (bool, error) {
 	n, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, claim, holder, fingerprint, state, created_at, expires_at)
@@ -61,7 +39,7 @@ FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE`, []any{scope, ke
 	if err != nil {
 		return idempotency.Record{}, false, wrap(err, "reading an idempotency key")
 	}
-	if r.Headers, err = decodeIdemHeaders(headers); err != nil {
+	if r.Headers, err = idempotency.DecodeHeaders(headers); err != nil {
 		return idempotency.Record{}, false, err
 	}
 	r.State, r.CreatedAt, r.ExpiresAt = idempotency.State(state), r.CreatedAt.UTC(), r.ExpiresAt.UTC()
@@ -69,7 +47,7 @@ FROM idempotency_keys WHERE scope = $1 AND key = $2 FOR UPDATE`, []any{scope, ke
 }
 
 func (t *tx) ReplaceIdempotencyKey(ctx context.Context, r idempotency.Record) error {
-	headers, err := encodeIdemHeaders(r.Headers)
+	headers, err := idempotency.EncodeHeaders(r.Headers)
 	if err != nil {
 		return err
 	}
@@ -81,7 +59,7 @@ func (t *tx) ReplaceIdempotencyKey(ctx context.Context, r idempotency.Record) er
 }
 
 func (t *tx) FinishIdempotencyKey(ctx context.Context, r idempotency.Record) (bool, error) {
-	headers, err := encodeIdemHeaders(r.Headers)
+	headers, err := idempotency.EncodeHeaders(r.Headers)
 	if err != nil {
 		return false, err
 	}

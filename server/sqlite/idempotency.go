@@ -3,10 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/xpromo/xpromo/server/idempotency"
@@ -15,25 +12,6 @@ import (
 // The idempotency domain's Tx methods (table idempotency_keys). SQLite has
 // one writer, so a write transaction already excludes every other: the
 // "lock" in LockIdempotencyKey is the transaction itself.
-
-func encodeIdemHeaders(h http.Header) (string, error) {
-	if len(h) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(h)
-	return string(b), err
-}
-
-func decodeIdemHeaders(s string) (http.Header, error) {
-	var h http.Header
-	if err := json.Unmarshal([]byte(s), &h); err != nil {
-		return nil, fmt.Errorf("sqlite: idempotency_keys.headers: %w", err)
-	}
-	if len(h) == 0 {
-		return nil, nil
-	}
-	return h, nil
-}
 
 func (t *tx) InsertIdempotencyKey(ctx context.Context, r idempotency.Record) (bool, error) {
 	res, err := t.tx.ExecContext(ctx, `INSERT INTO idempotency_keys (scope, key, claim, holder, fingerprint, state, created_at, expires_at)
@@ -59,7 +37,7 @@ FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key).
 	if err != nil {
 		return idempotency.Record{}, false, wrap(err)
 	}
-	if r.Headers, err = decodeIdemHeaders(headers); err != nil {
+	if r.Headers, err = idempotency.DecodeHeaders(headers); err != nil {
 		return idempotency.Record{}, false, err
 	}
 	r.State, r.CreatedAt, r.ExpiresAt = idempotency.State(state), fromMicros(created), fromMicros(expires)
@@ -67,7 +45,7 @@ FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key).
 }
 
 func (t *tx) ReplaceIdempotencyKey(ctx context.Context, r idempotency.Record) error {
-	headers, err := encodeIdemHeaders(r.Headers)
+	headers, err := idempotency.EncodeHeaders(r.Headers)
 	if err != nil {
 		return err
 	}
@@ -79,7 +57,7 @@ func (t *tx) ReplaceIdempotencyKey(ctx context.Context, r idempotency.Record) er
 }
 
 func (t *tx) FinishIdempotencyKey(ctx context.Context, r idempotency.Record) (bool, error) {
-	headers, err := encodeIdemHeaders(r.Headers)
+	headers, err := idempotency.EncodeHeaders(r.Headers)
 	if err != nil {
 		return false, err
 	}
