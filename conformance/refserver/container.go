@@ -18,10 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/xpromo/xpromo/server/postgres/pgtest"
 )
 
 // DefaultPostgresURL is the PostgreSQL the container target creates its
@@ -91,7 +92,7 @@ func Container(t testing.TB, opts ContainerOptions) *Server {
 	buildCtx := t.TempDir()
 	buildImageContext(t, ctx, serverDir, buildCtx)
 
-	dbURL := newDatabase(t, ctx, opts.PostgresURL)
+	dbURL := newDatabase(t, opts.PostgresURL)
 	port, err := freePort()
 	if err != nil {
 		t.Fatalf("refserver: finding a free port: %v", err)
@@ -189,44 +190,15 @@ func buildImageContext(t testing.TB, ctx context.Context, serverDir, dst string)
 
 // newDatabase creates a fresh database on the PostgreSQL server of adminURL,
 // drops it when t ends, and returns its URL.
-func newDatabase(t testing.TB, ctx context.Context, adminURL string) string {
+func newDatabase(t testing.TB, adminURL string) string {
 	t.Helper()
 	if adminURL == "" {
-		adminURL = os.Getenv("XPROMO_TEST_DATABASE_URL")
+		adminURL = os.Getenv(pgtest.EnvURL)
 	}
 	if adminURL == "" {
 		adminURL = DefaultPostgresURL
 	}
-	cfg, err := pgx.ParseConfig(adminURL)
-	if err != nil {
-		t.Fatalf("refserver: the PostgreSQL URL: %v", err)
-	}
-	name := "xpromo_conformance_" + randomToken()[:16]
-	exec := func(ctx context.Context, stmt string) error {
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, stmt)
-		return err
-	}
-	ident := pgx.Identifier{name}.Sanitize()
-	if err := exec(ctx, "CREATE DATABASE "+ident+" TEMPLATE template0"); err != nil {
-		t.Fatalf("refserver: creating database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
-			t.Errorf("refserver: dropping database %s: %v", name, err)
-		}
-	})
-	u := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
-	if cfg.Password != "" {
-		u = fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Password, cfg.Host, cfg.Port, name)
-	}
-	return u
+	return pgtest.NewDatabase(t, adminURL, "xpromo_conformance_")
 }
 
 // freePort asks the kernel for a free TCP port on 127.0.0.1.

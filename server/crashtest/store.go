@@ -2,15 +2,11 @@ package crashtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/sqlite"
@@ -27,33 +23,19 @@ const (
 // adminURL (whose user may CREATE DATABASE) and returns its URL and a
 // function that drops it.
 func freshDatabase(ctx context.Context, adminURL string) (dbURL string, drop func() error, err error) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "xpromo_crashtest_" + hex.EncodeToString(b[:])
-	exec := func(ctx context.Context, stmt string) error {
-		conn, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, stmt)
-		return err
-	}
-	ident := pgx.Identifier{name}.Sanitize()
-	if err := exec(ctx, "CREATE DATABASE "+ident+" TEMPLATE template0"); err != nil {
-		return "", nil, fmt.Errorf("creating database %s on %s: %w", name, redact(adminURL), err)
-	}
-	u, err := url.Parse(adminURL)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+	if u, err := url.Parse(adminURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", nil, fmt.Errorf("the PostgreSQL URL must be postgres://…, not %q", redact(adminURL))
 	}
-	u.Path, u.RawPath = "/"+name, ""
+	dbURL, dropCtx, err := postgres.ScratchDatabase(ctx, adminURL, "xpromo_crashtest_")
+	if err != nil {
+		return "", nil, fmt.Errorf("on %s: %w", redact(adminURL), err)
+	}
 	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)")
+		return dropCtx(ctx)
 	}
-	return u.String(), drop, nil
+	return dbURL, drop, nil
 }
 
 // redact drops a URL's password, for messages.

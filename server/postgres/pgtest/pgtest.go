@@ -5,16 +5,11 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/xpromo/xpromo/server/postgres"
 )
 
 // EnvURL names the variable holding the URL of a database the tests may
@@ -31,61 +26,31 @@ func AdminURL(t testing.TB) string {
 	return u
 }
 
-// NewTestDatabase creates an empty database (from template0) for the test,
-// drops it (WITH (FORCE)) when the test ends, and returns its URL, which is
-// the EnvURL one with the database name replaced. Register cleanups that must
-// run before the drop (closing pools) after calling it.
+// NewTestDatabase creates an empty database for the test, drops it when the
+// test ends, and returns its URL, which is the EnvURL one with the database
+// name replaced. Register cleanups that must run before the drop (closing
+// pools) after calling it.
 func NewTestDatabase(t testing.TB) string {
 	t.Helper()
-	admin := AdminURL(t)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := "xpromo_test_" + hex.EncodeToString(b[:])
-	dbURL, err := WithDatabase(admin, name)
-	if err != nil {
-		t.Fatalf("pgtest: %s: %v", EnvURL, err)
-	}
+	return NewDatabase(t, AdminURL(t), "xpromo_test_")
+}
 
+// NewDatabase is NewTestDatabase on the server of adminURL, with the given
+// name prefix.
+func NewDatabase(t testing.TB, adminURL, prefix string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := adminExec(ctx, admin, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE template0`); err != nil {
-		t.Fatalf("pgtest: creating database %s: %v", name, err)
+	dbURL, drop, err := postgres.ScratchDatabase(ctx, adminURL, prefix)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := adminExec(ctx, admin, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
-			t.Errorf("pgtest: dropping database %s: %v", name, err)
+		if err := drop(ctx); err != nil {
+			t.Errorf("pgtest: %v", err)
 		}
 	})
 	return dbURL
-}
-
-func adminExec(ctx context.Context, url, stmt string) error {
-	cfg, err := pgxpool.ParseConfig(url) // tolerates pool_* parameters
-	if err != nil {
-		return err
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, stmt)
-	return err
-}
-
-// WithDatabase returns the connection string u (a URL or a keyword/value
-// string) pointing at database name instead.
-func WithDatabase(u, name string) (string, error) {
-	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
-		parsed, err := url.Parse(u)
-		if err != nil {
-			return "", err
-		}
-		parsed.Path = "/" + name
-		parsed.RawPath = ""
-		return parsed.String(), nil
-	}
-	return u + " dbname=" + name, nil
 }
