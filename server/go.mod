@@ -16,6 +16,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/xpromo/xpromo/mcpserver v0.0.0-00010101000000-000000000000
 	github.com/xpromo/xpromo/sdk v0.0.0-00010101000000-000000000000
+	golang.org/x/net v0.62.0
 	modernc.org/sqlite v1.60.1
 )
 
