@@ -44,7 +44,11 @@ func startClamd(t *testing.T) *clamd {
 	if err != nil {
 		bin = "/usr/sbin/clamd" // Debian's, often not on a user's PATH
 		if _, err := os.Stat(bin); err != nil {
-			t.Skip("clamd is not installed (Debian: apt-get install clamav-daemon); skipping the tests against a real clamd")
+			const msg = "clamd is not installed (Debian: apt-get install clamav-daemon)"
+			if os.Getenv("XPROMO_TEST_REQUIRE_CLAMD") != "" {
+				t.Fatal(msg + ", and XPROMO_TEST_REQUIRE_CLAMD is set")
+			}
+			t.Skip(msg + "; skipping the tests against a real clamd")
 		}
 	}
 	dir := t.TempDir()
