@@ -240,4 +240,3 @@ func (v *Verifier) extract(f *zip.File) (*os.File, func(), error) {
 	}
 	return tmp, cleanup, nil
 }
-
