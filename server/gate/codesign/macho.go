@@ -155,7 +155,7 @@ func (v *Verifier) VerifyApp(ctx context.Context, r io.ReaderAt, size int64) (*R
 	}
 	files := map[string]*zip.File{}
 	for _, f := range zr.File {
-		files[strings.TrimPrefix(f.Name, "/")] = f
+		files[pkgread.CleanZipName(f.Name)] = f
 	}
 	resources, err := readOptional(files[id.AppPath+"/Contents/_CodeSignature/CodeResources"], maxCodeResources)
 	if err != nil {
@@ -165,7 +165,11 @@ func (v *Verifier) VerifyApp(ctx context.Context, r io.ReaderAt, size int64) (*R
 	if err != nil {
 		return nil, err
 	}
-	exe, cleanup, err := v.extract(files[id.Executable])
+	exeFile := files[id.Executable]
+	if exeFile == nil {
+		return nil, fail(ReasonBinaryUnreadable, nil, "%s is not in the zip", id.Executable)
+	}
+	exe, cleanup, err := v.extract(exeFile)
 	if err != nil {
 		return nil, err
 	}

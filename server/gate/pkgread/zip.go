@@ -31,7 +31,7 @@ func readZip(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Iden
 	}
 	byName := make(map[string]*zip.File, len(zr.File))
 	for _, f := range zr.File {
-		byName[cleanZipName(f.Name)] = f
+		byName[CleanZipName(f.Name)] = f
 	}
 	for _, name := range []string{"AppxManifest.xml", "AppxMetadata/AppxBundleManifest.xml"} {
 		if f := byName[name]; f != nil {
@@ -41,7 +41,9 @@ func readZip(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Iden
 	return readZippedApp(ctx, zr, byName, lim)
 }
 
-func cleanZipName(name string) string {
+// CleanZipName is the archive path this package uses for a zip entry's
+// name (the paths in Identity): forward slashes, no leading slash.
+func CleanZipName(name string) string {
 	return strings.TrimPrefix(strings.ReplaceAll(name, "\\", "/"), "/")
 }
 
@@ -51,7 +53,7 @@ func readZippedApp(ctx context.Context, zr *zip.Reader, byName map[string]*zip.F
 	var foundApp []string
 	best := maxAppDepth + 1
 	for _, f := range zr.File {
-		name := cleanZipName(f.Name)
+		name := CleanZipName(f.Name)
 		if strings.HasPrefix(name, "__MACOSX/") || f.Mode()&fs.ModeSymlink != 0 {
 			continue
 		}
