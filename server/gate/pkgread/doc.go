@@ -1,0 +1,43 @@
+// Package pkgread reads the bundle identity an app download declares for
+// itself, from the bytes a macOS or Windows app actually ships. It is the
+// reading half of the vetting gate's bundle_match check: the caller downloads
+// download_url (through server/outbound), hands the file here, and compares
+// the identifiers in the returned Identity with the app's declared bundle_id
+// (Match does that comparison).
+//
+// What it reads, by magic bytes and never by file name:
+//
+//   - .zip holding a macOS app: the shallowest X.app/Contents/Info.plist
+//     (XML or binary plist), its CFBundleIdentifier, CFBundleExecutable and
+//     the path of the main executable (Contents/MacOS/<exe>) for the signature
+//     check; __MACOSX/ junk and nested bundles (frameworks, helpers) are ignored.
+//   - .msix/.appx (a zip with AppxManifest.xml) and .msixbundle/.appxbundle
+//     (AppxMetadata/AppxBundleManifest.xml): Identity Name, Publisher,
+//     Version, and the PackageFamilyName derived from them.
+//   - .exe/.dll (PE): the VERSIONINFO string table (saferwall/pe). Windows has
+//     no bundle identifier; the identifiers offered for matching are
+//     InternalName then ProductName. These strings are self-asserted: the
+//     caller binds them to the Authenticode signer (server/gate/codesign).
+//   - .msi (compound file): the Property table's ProductName, ProductCode,
+//     UpgradeCode, Manufacturer and ProductVersion; the identifiers offered
+//     for matching are ProductName then UpgradeCode.
+//   - .pkg (flat xar): the TOC, then Distribution and every PackageInfo;
+//     the identifiers offered are the <bundle id> of installed app bundles,
+//     then the package identifiers (pkg-info identifier, pkg-ref id).
+//   - .dmg (UDIF): the koly trailer, its partition list (blkx) and whether the
+//     image carries a code signature and a stapled notarisation ticket. It
+//     does NOT read the HFS+/APFS filesystem inside, so a .dmg always ends in
+//     ReasonPackageUnreadable (with what was read in the Identity) — never a
+//     pass. Ship a .zip of the .app alongside, or read it with a sandboxed
+//     extractor (a later step).
+//   - a bare Mach-O (thin or universal): the embedded __TEXT,__info_plist.
+//
+// What it does not do: verify signatures (server/gate/codesign does), fetch
+// anything, look inside archives nested in archives (a .zip holding a .pkg
+// or a setup.exe is ReasonBundleIDMissing), or run installers. Every read is
+// bounded by Limits: entry counts, the size of each decompressed file it
+// reads (plists, manifests, the xar TOC, MSI tables), and it never
+// decompresses anything else, so zip bombs cost nothing. Parsing hostile
+// input is fuzzed; a panic in a third-party parser is turned into
+// ReasonPackageUnreadable.
+package pkgread

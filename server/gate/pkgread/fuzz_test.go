@@ -1,0 +1,117 @@
+package pkgread
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+)
+
+// The fuzz targets call each format's reader directly, without Read's
+// recover, so a panic anywhere under it (ours or a library's) fails the
+// fuzzer instead of being turned into ReasonPackageUnreadable.
+
+// small limits keep each fuzz iteration cheap and exercise the bounds.
+var fuzzLimits = Limits{MaxEntries: 200, MaxFileBytes: 64 << 10, MaxTOCBytes: 256 << 10, MaxPEBytes: 8 << 20}.withDefaults()
+
+func checkResult(t *testing.T, id *Identity, err error) {
+	t.Helper()
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) || e.Reason == "" {
+			t.Fatalf("error without a reason code: %v", err)
+		}
+		return
+	}
+	if id == nil {
+		t.Fatal("nil identity without an error")
+	}
+}
+
+func FuzzZip(f *testing.F) {
+	f.Add(fixture.Zip(fixture.File{Name: "Hello.app/Contents/Info.plist", Data: fixture.InfoPlist("com.example.hello", "Hello", true)},
+		fixture.File{Name: "Hello.app/Contents/MacOS/Hello", Data: []byte("x")}))
+	f.Add(fixture.Zip(fixture.File{Name: "AppxManifest.xml", Data: fixture.AppxManifest("A.B", "CN=x", "1.0.0.0")}))
+	f.Add(fixture.Zip(fixture.File{Name: "AppxMetadata/AppxBundleManifest.xml", Data: fixture.AppxManifest("A.B", "CN=x", "1.0.0.0")}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := readZip(context.Background(), bytes.NewReader(b), int64(len(b)), fuzzLimits)
+		checkResult(t, id, err)
+	})
+}
+
+func FuzzInfoPlist(f *testing.F) {
+	f.Add(fixture.InfoPlist("com.example.hello", "Hello", false))
+	f.Add(fixture.InfoPlist("com.example.hello", "Hello", true))
+	f.Add([]byte(`{CFBundleIdentifier = "com.example.hello";}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ParseInfoPlist(b)
+	})
+}
+
+func FuzzPE(f *testing.F) {
+	f.Add(fixture.PE(map[string]string{"InternalName": "com.example.hello", "ProductName": "Hello"}))
+	f.Add(fixture.PE(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := readPE(bytes.NewReader(b), int64(len(b)), fuzzLimits)
+		checkResult(t, id, err)
+	})
+}
+
+func FuzzMSI(f *testing.F) {
+	f.Add(fixture.MSI(map[string]string{"ProductName": "com.example.hello", "UpgradeCode": "{1}"}))
+	f.Add(fixture.CFB(map[string][]byte{"big": bytes.Repeat([]byte("x"), 5000)}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := readMSI(bytes.NewReader(b), int64(len(b)), fuzzLimits)
+		checkResult(t, id, err)
+	})
+}
+
+func FuzzPKG(f *testing.F) {
+	f.Add(fixture.XAR(fixture.XARFile{Name: "PackageInfo", Data: []byte(`<pkg-info identifier="a.b"><bundle path="./A.app" id="a.b.c"/></pkg-info>`)}))
+	f.Add(fixture.XAR(fixture.XARFile{Name: "Distribution", Data: []byte(`<installer-gui-script><pkg-ref id="x.y"/></installer-gui-script>`)},
+		fixture.XARFile{Name: "x.pkg", Files: []fixture.XARFile{{Name: "PackageInfo", Data: []byte(`<pkg-info identifier="x.y"/>`)}}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := readXAR(context.Background(), bytes.NewReader(b), int64(len(b)), fuzzLimits)
+		checkResult(t, id, err)
+	})
+}
+
+func FuzzDMG(f *testing.F) {
+	f.Add(fixture.DMG(make([]byte, 1024), []string{"disk image (Apple_HFS : 4)"}, true, true))
+	f.Add(fixture.DMG(nil, nil, false, false))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < kolySize {
+			return // Detect never routes a shorter file here
+		}
+		id, err := readDMG(bytes.NewReader(b), int64(len(b)), fuzzLimits)
+		checkResult(t, id, err)
+		if err == nil {
+			t.Fatal("a .dmg must never read as a pass")
+		}
+	})
+}
+
+func FuzzMachO(f *testing.F) {
+	f.Add(fixture.MachO(fixture.InfoPlist("com.example.tool", "tool", false)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := readMachO(bytes.NewReader(b), int64(len(b)), fuzzLimits)
+		checkResult(t, id, err)
+	})
+}
+
+// FuzzRead drives the whole path, detection included.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte("PK\x05\x06" + string(make([]byte, 18))))
+	f.Add(fixture.PE(map[string]string{"ProductName": "x"}))
+	f.Add(fixture.MSI(map[string]string{"ProductName": "x"}))
+	f.Add([]byte("<html>"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := Reader{Limits: fuzzLimits}.Read(context.Background(), bytes.NewReader(b), int64(len(b)))
+		checkResult(t, id, err)
+		if err == nil && len(id.BundleIDs) == 0 {
+			t.Fatal("success without an identifier")
+		}
+	})
+}

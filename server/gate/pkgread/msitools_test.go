@@ -1,0 +1,73 @@
+package pkgread
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+)
+
+// These tests hold the MSI reader (and the MSI fixture writer) against an
+// independent implementation: msitools' wixl builds a real MSI from WiX
+// source and msiinfo reads one. CI installs them (.ci/run).
+
+const helloWXS = `<?xml version="1.0" encoding="utf-8"?>
+<Wix xmlns="http://schemas.microsoft.com/wix/2006/wi">
+  <Product Id="11111111-2222-3333-4444-555555555555" Name="com.example.hello" Language="1033" Version="1.2.3"
+           Manufacturer="Example Ltd" UpgradeCode="12345678-1234-1234-1234-123456789abc">
+    <Package InstallerVersion="200" Compressed="yes" InstallScope="perMachine"/>
+    <Media Id="1" Cabinet="hello.cab" EmbedCab="yes"/>
+    <Directory Id="TARGETDIR" Name="SourceDir">
+      <Directory Id="ProgramFiles64Folder">
+        <Directory Id="INSTALLDIR" Name="Hello">
+          <Component Id="Main" Guid="aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"><File Id="Readme" Source="readme.txt"/></Component>
+        </Directory>
+      </Directory>
+    </Directory>
+    <Feature Id="Main" Level="1"><ComponentRef Id="Main"/></Feature>
+  </Product>
+</Wix>`
+
+func need(t *testing.T, tool string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		t.Skipf("%s is not installed (Debian: apt-get install wixl msitools); this test checks the MSI reader against it", tool)
+	}
+}
+
+func TestMSIBuiltByWixl(t *testing.T) {
+	need(t, "wixl")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hello.wxs"), []byte(helloWXS), 0o600)
+	os.WriteFile(filepath.Join(dir, "readme.txt"), []byte("hello\n"), 0o600)
+	cmd := exec.Command("wixl", "-a", "x64", "-o", "hello.msi", "hello.wxs")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("wixl: %v\n%s", err, b)
+	}
+	id, err := Reader{}.ReadFile(context.Background(), filepath.Join(dir, "hello.msi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Name != "com.example.hello" || id.UpgradeCode != "{12345678-1234-1234-1234-123456789abc}" ||
+		id.ProductCode != "{11111111-2222-3333-4444-555555555555}" || id.Publisher != "Example Ltd" || id.Version != "1.2.3" {
+		t.Fatalf("%+v", id)
+	}
+}
+
+func TestMSIFixtureReadByMsiinfo(t *testing.T) {
+	need(t, "msiinfo")
+	p := filepath.Join(t.TempDir(), "fixture.msi")
+	os.WriteFile(p, fixture.MSI(map[string]string{"ProductName": "com.example.hello", "UpgradeCode": "{1}"}), 0o600)
+	out, err := exec.Command("msiinfo", "export", p, "Property").CombinedOutput()
+	if err != nil {
+		t.Fatalf("msiinfo: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "ProductName\tcom.example.hello") || !strings.Contains(string(out), "UpgradeCode\t{1}") {
+		t.Fatalf("msiinfo reads the fixture differently:\n%s", out)
+	}
+}
