@@ -8,8 +8,9 @@
  *
  *   capi_test [--loop N]
  *
- * --loop repeats every test N times (default 1), so that under valgrind
- * (run.sh) a leak per call shows as N leaks. Exits 1 on any failure.
+ * --loop repeats every test N times (default 1). Exits 1 on any failure.
+ * With CAPI_TEST_LEAK set it only leaks an error on purpose, the control
+ * that proves the leak check (run.sh) catches a leak.
  *
  * Environment: XPROMO_CONFIG (a publisher whose slots get fills, its
  * inbox off), XPROMO_BAD_KEY_CONFIG (the same app with an unregistered
@@ -395,6 +396,14 @@ int main(int argc, char **argv) {
 	} else if (argc != 1) {
 		fprintf(stderr, "usage: capi_test [--loop N]\n");
 		return 2;
+	}
+	if (getenv("CAPI_TEST_LEAK") != NULL) {
+		/* The leak check's control: an error never freed must be caught. */
+		xpromo_agent agent = 0;
+		xpromo_error *err = NULL;
+		xpromo_agent_new("{", &agent, &err);
+		printf("capi_test: leaked the error of a failed call on purpose\n");
+		return 0;
 	}
 	const char *offset = getenv("XPROMO_CLOCK_OFFSET_MS");
 	if (offset != NULL) {

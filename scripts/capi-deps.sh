@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# capi-deps.sh: installs, when missing, what the C ABI's build and tests
+# need beyond Go (`make capi-test`, `make capi-windows`, .ci/run): gcc and
+# g++ with LeakSanitizer, mingw-w64 (x86_64) for the Windows DLL, Mono's C#
+# compiler and runtime for the C# test. On Debian as root it runs apt-get
+# (quietly, and only when something is missing); elsewhere it says what to
+# install and fails.
+set -euo pipefail
+
+declare -A need=(
+	[gcc]=gcc
+	[g++]=g++
+	[x86_64-w64-mingw32-gcc]="gcc-mingw-w64-x86-64-posix binutils-mingw-w64-x86-64"
+	[mcs]=mono-mcs
+	[mono]=mono-runtime
+)
+missing=()
+for cmd in "${!need[@]}"; do
+	command -v "$cmd" >/dev/null || missing+=(${need[$cmd]})
+done
+# LeakSanitizer's runtime, which gcc links for -fsanitize=leak.
+if command -v gcc >/dev/null && ! gcc -print-file-name=liblsan.so | grep -q /; then
+	missing+=(liblsan0)
+fi
+((${#missing[@]})) || exit 0
+
+if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+	echo "capi-deps: missing ${missing[*]} (Debian packages); install them, e.g." >&2
+	echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+	exit 1
+fi
+echo "capi-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
