@@ -64,8 +64,10 @@ typedef int32_t xpromo_status;
  * (docs/errors.md), err->http_status its status. A refusal (403 fraud_*,
  * 409, 422) is final; the event left the queue. */
 #define XPROMO_ERR_SERVER (-3)
-/* No answer from the server in time (offline, timeout, a 5xx or 429 still
- * failing): the events stay in the offline queue and are sent later. */
+/* No answer from the server in time (offline, timeout; err->code
+ * "network"), or a 5xx or 429 still failing after the retries (err->code
+ * and http_status the server's): queued events stay in the offline queue
+ * and are sent later. */
 #define XPROMO_ERR_NETWORK (-4)
 /* xpromo_placement_click after the offer lapsed (15 minutes after the
  * fill): fill the slot again. */
@@ -171,8 +173,11 @@ XPROMO_API void xpromo_error_free(xpromo_error *err);
  *                         installed the app; default the user's Downloads; [] none
  *   "installed_path"      this app as installed (the .app bundle, the .exe);
  *                         default from the executable
- *   "heartbeat_every_ms"  background heartbeat period; default 3600000 (1 hour)
- *   "send_timeout_ms"     bound of each delivery attempt of a report; default 10000
+ *   "heartbeat_every_ms"  background heartbeat period; default 3600000 (1 hour),
+ *                         at most 86400000
+ *   "send_timeout_ms"     bound of each call that talks to the server (a fill,
+ *                         the delivery attempt of a report, a flush); default
+ *                         10000, at most 600000
  *
  * It does no network I/O. On success *out is the agent; free it with
  * xpromo_agent_free.
@@ -282,9 +287,10 @@ XPROMO_API xpromo_status xpromo_install_state(xpromo_agent agent, char **state_j
 XPROMO_API xpromo_status xpromo_heartbeat(xpromo_agent agent, xpromo_error **err);
 
 /*
- * Deliver every queued event now, in order, each attempt bounded by
- * send_timeout_ms. XPROMO_OK: the queue is empty. XPROMO_ERR_NETWORK: the
- * server could not be reached; the events stay queued.
+ * Deliver every queued event now, in order, within send_timeout_ms.
+ * XPROMO_OK: the queue is empty. XPROMO_ERR_NETWORK: the server could not
+ * be reached in time; the events stay queued. An event the server refuses
+ * leaves the queue (its answer is recorded: see xpromo_install_state).
  */
 XPROMO_API xpromo_status xpromo_flush(xpromo_agent agent, xpromo_error **err);
 
