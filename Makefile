@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen crashtest
+.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen crashtest capi capi-test capi-windows
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -50,10 +50,12 @@ run: ## run xpromo-server on 127.0.0.1:8080 with embedded SQLite in ./data
 	$(GO) build -o bin/xpromo-server ./server/cmd/xpromo-server
 	exec ./bin/xpromo-server $(ARGS)
 
-test: ## every test of every module, with -race, on SQLite and PostgreSQL, then the ledger soak
+test: ## every test of every module, with -race, on SQLite and PostgreSQL, the ledger soak, the C ABI's tests and its Windows DLL
 	@if [ -z "$(PKGS)" ]; then echo "no packages to test"; exit 0; fi
+	@bash scripts/test-deps.sh
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory test-soak
+	@$(MAKE) --no-print-directory capi-test capi-windows
 
 # The race detector slows the embedded SQLite ~12x, so under -race the ledger's
 # random concurrent test runs 32 x 100 operations; this runs it again at
@@ -123,6 +125,31 @@ crashtest: ## kill -9 the server under money load on each store; exactly-once ch
 	$(GO) build -o "$$bin/" ./server/cmd/xpromo-server ./server/cmd/xpromo-crashtest; \
 	"$$bin/xpromo-crashtest" -server "$$bin/xpromo-server" -cycles $(CRASH_CYCLES) -stores $(CRASH_STORES) \
 		-database-url "$(XPROMO_TEST_DATABASE_URL)" $(CRASH_ARGS)
+
+# The SDK's C ABI (sdk/capi, docs/capi.md), for apps in Swift, C#, C++, C.
+# scripts/test-deps.sh installs the toolchains it needs when they are
+# missing (Debian, as root; otherwise it says what to install).
+CAPI_DIR ?= bin/capi
+CAPI_SHLIB = $(if $(filter Darwin,$(shell uname -s)),libxpromo.dylib,libxpromo.so)
+capi: ## the C ABI for this machine: libxpromo.so (.dylib), libxpromo.a and xpromo.h into bin/capi
+	@mkdir -p $(CAPI_DIR)
+	$(GO) build -buildmode=c-shared -o $(CAPI_DIR)/$(CAPI_SHLIB) ./sdk/capi
+	$(GO) build -buildmode=c-archive -o $(CAPI_DIR)/libxpromo.a ./sdk/capi
+	@bash sdk/capi/test/checkheader.sh sdk/capi/xpromo.h $(CAPI_DIR)/libxpromo.h
+	@cp sdk/capi/xpromo.h $(CAPI_DIR)/xpromo.h && rm -f $(CAPI_DIR)/libxpromo.h
+	@ls -1 $(CAPI_DIR)
+
+# sdk/capi/test/run.sh: builds the library, checks the header (against the
+# exports; -Wall -Werror in C and C++), and against a fresh test-mode server
+# runs the C error-path tests under LeakSanitizer and the story of one paid
+# install played by a C and a C# (Mono) program.
+capi-test: ## the C ABI's tests: header checks, C error paths under LeakSanitizer, C and C# end-to-end against a real server
+	@bash scripts/test-deps.sh
+	GO=$(GO) bash sdk/capi/test/run.sh
+
+capi-windows: ## cross-build xpromo.dll, its import library xpromo.lib and xpromo.h (mingw-w64) into bin/capi/windows-amd64
+	@bash scripts/test-deps.sh
+	GO=$(GO) bash sdk/capi/build-windows.sh $(CAPI_DIR)/windows-amd64
 
 clean: ## remove ./bin (./data, the local database, is kept)
 	rm -rf bin

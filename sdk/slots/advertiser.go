@@ -149,7 +149,8 @@ type heartbeatIntent struct {
 }
 
 // Heartbeat tells the server the app is in use: call it at launch and then
-// daily (Run also sends one every HeartbeatEvery). The first heartbeat
+// every hour while the app runs (Run sends one every HeartbeatEvery, an
+// hour by default). The first heartbeat
 // received 48 to 72 hours after the install activates the chain. It queues
 // a heartbeat (one at a time: a pending one is not doubled) and attempts
 // delivery at once; offline, it is sent when the network is back, signed

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# test-deps.sh: installs, when missing, the Debian tools `make test` drives
+# beyond Go, PostgreSQL and Redis (it runs first in `make test`, in the C ABI
+# targets, and in .ci/run):
+#   - the C ABI (make capi-test, make capi-windows): gcc and g++ with
+#     LeakSanitizer, mingw-w64 (x86_64) for the Windows DLL, Mono's C#
+#     compiler and runtime for the C# test;
+#   - the vetting gate's check libraries: osslsigncode signs the Authenticode
+#     fixtures (server/gate/codesign); wixl builds a real MSI and msiinfo reads
+#     one (server/gate/pkgread); clamd is the scanner server/gate/clamav's
+#     tests start with a local EICAR signature database (no freshclam).
+# On Debian as root it runs apt-get (quietly, and only when something is
+# missing); elsewhere it says what to install and fails.
+set -euo pipefail
+export PATH="$PATH:/usr/sbin"
+
+declare -A need=(
+	[gcc]=gcc
+	[g++]=g++
+	[x86_64-w64-mingw32-gcc]="gcc-mingw-w64-x86-64-posix binutils-mingw-w64-x86-64"
+	[mcs]=mono-mcs
+	[mono]=mono-runtime
+	[osslsigncode]=osslsigncode
+	[wixl]=wixl
+	[msiinfo]=msitools
+	[clamd]=clamav-daemon
+)
+missing=()
+for cmd in "${!need[@]}"; do
+	command -v "$cmd" >/dev/null || missing+=(${need[$cmd]})
+done
+# LeakSanitizer's runtime, which gcc links for -fsanitize=leak.
+if command -v gcc >/dev/null && ! gcc -print-file-name=liblsan.so | grep -q /; then
+	missing+=(liblsan0)
+fi
+((${#missing[@]})) || exit 0
+
+if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+	echo "test-deps: missing ${missing[*]} (Debian packages); install them, e.g." >&2
+	echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+	exit 1
+fi
+echo "test-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
