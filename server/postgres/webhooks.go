@@ -410,4 +410,3 @@ func (t *tx) PurgeWebhookAttempts(ctx context.Context, cutoff time.Time, limit i
   (SELECT id FROM webhook_attempts WHERE attempted_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, limit)
 	return int(n), wrap(err, "purging webhook attempts")
 }
-

@@ -237,7 +237,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, appID, id string, u Endpoi
 		}
 	}
 	if u.Status != nil && *u.Status != xpromo.WebhookEndpointEnabled && *u.Status != xpromo.WebhookEndpointDisabled {
-		e := apperr.New(apperr.InvalidTransition, "status must be enabled or disabled")
+		e := apperr.New(apperr.InvalidType, "status must be enabled or disabled")
 		e.Field = "status"
 		return xpromo.WebhookEndpoint{}, e
 	}

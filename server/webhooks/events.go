@@ -18,6 +18,9 @@ const (
 	MaxEventLimit       = 1000
 	MaxWait             = 30 * time.Second
 	DefaultPollInterval = 250 * time.Millisecond
+
+	DefaultAttemptLimit = 20
+	MaxAttemptLimit     = 100
 )
 
 // Cursors are opaque to clients: base64url of "<unix microseconds>.<id>",
@@ -60,6 +63,11 @@ type EventParams struct {
 // arrives or Wait passes (then the page is empty): the store is read, not a
 // notification of this process, so events written by any instance are seen.
 func (s *Service) ListEvents(ctx context.Context, appID string, p EventParams) (xpromo.EventPage, error) {
+	if len(p.Types) > len(xpromo.EventTypes) {
+		e := apperr.New(apperr.InvalidEventType, "type is given %d times; there are %d event types", len(p.Types), len(xpromo.EventTypes))
+		e.Field = "type"
+		return xpromo.EventPage{}, e
+	}
 	for _, t := range p.Types {
 		if !t.Valid() {
 			e := apperr.New(apperr.InvalidEventType, "%q is not an event type (docs/webhooks.md lists them)", t)
