@@ -62,7 +62,9 @@ func newEnv(t *testing.T, s storage.Store) *env {
 	return e
 }
 
-func addApp(t *testing.T, s storage.Store, id string) {
+func addApp(t *testing.T, s storage.Store, id string) { addAppTB(t, s, id) }
+
+func addAppTB(t testing.TB, s storage.Store, id string) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		return tx.InsertApp(ctx, apps.App{ID: id, Name: id, Platform: xpromo.PlatformMac, BundleID: "com.example." + id,
