@@ -84,4 +84,3 @@ func benchDeliver(b *testing.B, s storage.Store) {
 		b.Fatalf("the receiver got %d requests, want %d", n, want)
 	}
 }
-
