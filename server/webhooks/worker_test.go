@@ -486,3 +486,42 @@ func assertCode(t *testing.T, err error, code string) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, code, e.Code)
 }
+
+// A host name that resolves to a refused address is caught when the
+// delivery dials (after DNS), and a redirect is never followed: both are
+// failed attempts, and nothing reaches the address.
+func TestDeliveryRefusesLoopbackNamesAndRedirects(t *testing.T) {
+	s := storagetest.SQLite(t)
+	clock := clocktest.New(start)
+	addApp(t, s, "app_1")
+	strict := newService(s, clock)
+	strict.Client = webhooks.NewClient(outbound.Options{}) // as in production
+	strict.Policy = webhooks.URLPolicy{}
+	ep, err := strict.CreateEndpoint(context.Background(), "app_1", xpromo.CreateWebhookEndpointRequest{URL: "http://localhost/hook", Events: xpromo.EventTypes})
+	require.NoError(t, err, "a host name is checked when dialling")
+	emit(t, s, "app_1", xpromo.EventChainCleared, 1, start)
+	_, err = strict.Dispatch(context.Background())
+	require.NoError(t, err)
+	st, err := strict.Deliver(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Failed)
+	page, err := strict.Attempts(context.Background(), "app_1", ep.ID, "", "", 10)
+	require.NoError(t, err)
+	require.Len(t, page.Attempts, 1)
+	require.NotNil(t, page.Attempts[0].Error)
+	assert.Equal(t, "forbidden_address", *page.Attempts[0].Error)
+	assert.Nil(t, page.Attempts[0].StatusCode)
+
+	// A redirect to a private address: answered 302, not followed.
+	e := newEnv(t, storagetest.SQLite(t))
+	redirecting := httptest.NewServer(http.RedirectHandler("http://10.0.0.1/steal", http.StatusFound))
+	t.Cleanup(redirecting.Close)
+	ep2, err := e.svc.CreateEndpoint(context.Background(), e.app, xpromo.CreateWebhookEndpointRequest{URL: redirecting.URL, Events: xpromo.EventTypes})
+	require.NoError(t, err)
+	e.emit(xpromo.EventChainCleared, 1)
+	require.Equal(t, 1, e.round().Failed)
+	atts := e.attempts(ep2.ID)
+	require.Len(t, atts, 1)
+	require.NotNil(t, atts[0].StatusCode)
+	assert.Equal(t, http.StatusFound, *atts[0].StatusCode)
+}
