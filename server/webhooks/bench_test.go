@@ -1,7 +1,11 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -9,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
+	"github.com/xpromo/xpromo/server/webhooks"
 )
 
 // BenchmarkDeliver measures the worker end to end, as each server instance
@@ -83,4 +90,38 @@ func benchDeliver(b *testing.B, s storage.Store) {
 	if n := got.Load(); n != want {
 		b.Fatalf("the receiver got %d requests, want %d", n, want)
 	}
+}
+
+// BenchmarkDeliverCeiling is the machine's ceiling for the sending half
+// alone: the same client, body and signature, 8 senders POSTing to the same
+// receiver, no database. BenchmarkDeliver divided by it is the share of the
+// worker's time the store takes.
+func BenchmarkDeliverCeiling(b *testing.B) {
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(recv.Close)
+	client := webhooks.NewClient(outbound.Options{TestOnlyAllowLoopback: true})
+	ev := outbox.New("app_1", xpromo.EventChainStateChanged, map[string]any{"chain": map[string]any{"chain_id": "chn_x", "state": "installed"}, "previous_state": "clicked"}, start)
+	body, _ := json.Marshal(ev.Wire())
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))
+	b.SetParallelism(4) // 8 senders on 2 cores, as the worker's 8 endpoints
+	began := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			sig, err := webhook.Sign(secret, ev.ID, start, body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodPost, recv.URL, bytes.NewReader(body))
+			req.Header.Set("webhook-signature", sig)
+			res, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "requests/s")
 }
