@@ -1,6 +1,6 @@
 // Package storage names what the server needs from a database as a whole.
 //
-// Each domain package (ledger, apps, market, payments, idempotency) declares
+// Each domain package (ledger, apps, market, payments, idempotency, jobs) declares
 // the narrow Tx interface its functions need; Tx here is their union, which
 // the sqlite and postgres stores implement with one transaction type. A
 // domain function that moves money takes an interface embedding both its own
@@ -18,6 +18,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
@@ -31,6 +32,7 @@ type Tx interface {
 	payments.Tx
 	idempotency.Tx
 	attribution.Tx
+	jobs.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.
