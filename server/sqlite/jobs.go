@@ -17,7 +17,6 @@ import (
 // jobColumns are the columns scanJob reads, in its order.
 const jobColumns = `id, app_id, kind, status, result, created_at, run_after, finished_at, attempts, holder, locked_until, last_error, last_error_message`
 
-
 func scanJob(row scanner) (apps.Job, error) {
 	var j apps.Job
 	var kind, status string
