@@ -87,6 +87,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		DatacentersFile: cfg.DatacentersFile,
 		TrustedProxies:  cfg.TrustedProxies,
 		Instance:        instance,
+		JobConcurrency:  cfg.JobConcurrency,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
@@ -126,6 +127,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// Pending payouts: resolved at start, then every minute.
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
+	// The job queue (vetting gate, scoring): jobs of the kinds with a handler.
+	background.Go(func() { built.RunJobs(bg) })
 	defer func() { stopBackground(); background.Wait() }()
 
 	serveErr := make(chan error, 1)
