@@ -47,6 +47,18 @@ type Job struct {
 	RunAfter time.Time `json:"run_after"`
 	// FinishedAt is null until the job succeeded or failed.
 	FinishedAt *time.Time `json:"finished_at"`
+	// Attempts counts the times a worker started the job.
+	Attempts int `json:"attempts"`
+	// LastError is the error of the job's last failed attempt; null when
+	// none failed. A job that succeeded after a retry keeps it.
+	LastError *JobError `json:"last_error"`
+}
+
+// JobError is why an attempt at a job failed: a stable lowercase code
+// (docs/apps.md, "Jobs") and a message for the app's owner.
+type JobError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // AdminActionRequest is the optional body of the admin app actions

@@ -42,8 +42,9 @@ type APIKey struct {
 	ExpiresAt *time.Time // nil: no expiry
 }
 
-// Job is a unit of background work queued for an app. Workers (later) claim
-// queued jobs whose RunAfter has passed and record a JSON Result.
+// Job is a unit of background work queued for an app. The job runner
+// (server/jobs) claims queued jobs whose RunAfter has passed, runs them and
+// records a JSON Result.
 type Job struct {
 	ID         string
 	AppID      string
@@ -53,6 +54,16 @@ type Job struct {
 	CreatedAt  time.Time
 	RunAfter   time.Time
 	FinishedAt *time.Time
+
+	// Attempts counts the times a runner claimed the job.
+	Attempts int
+	// Holder and LockedUntil are the lease of a running job: the runner
+	// that claimed it, and until when. Empty and nil otherwise.
+	Holder      string
+	LockedUntil *time.Time
+	// LastError is the stable code of the last failed attempt ("" when
+	// none), LastErrorMessage what the app's owner may read about it.
+	LastError, LastErrorMessage string
 }
 
 // StatusChange is a row of an app's append-only status history.

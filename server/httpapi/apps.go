@@ -68,7 +68,11 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, xpromo.Job{JobID: j.ID, Kind: j.Kind, Status: j.Status, CreatedAt: j.CreatedAt, RunAfter: j.RunAfter, FinishedAt: j.FinishedAt})
+	job := xpromo.Job{JobID: j.ID, Kind: j.Kind, Status: j.Status, CreatedAt: j.CreatedAt, RunAfter: j.RunAfter, FinishedAt: j.FinishedAt, Attempts: j.Attempts}
+	if j.LastError != "" {
+		job.LastError = &xpromo.JobError{Code: j.LastError, Message: j.LastErrorMessage}
+	}
+	writeJSON(w, http.StatusOK, job)
 }
 
 func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) {

@@ -44,7 +44,7 @@ func TestAppsRegisterAndScore(t *testing.T) {
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/"+jobID, key, nil)
 		require.Equal(t, http.StatusOK, res.status, res.body)
 		assert.JSONEq(t, `{"job_id":"`+jobID+`","kind":"scoring","status":"queued","created_at":"2026-11-21T10:00:00Z",
-			"run_after":"2026-11-21T10:00:00Z","finished_at":null}`, res.body)
+			"run_after":"2026-11-21T10:00:00Z","finished_at":null,"attempts":0,"last_error":null}`, res.body)
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/job_nope", key, nil)
 		assert.Equal(t, http.StatusNotFound, res.status)
 

@@ -127,21 +127,11 @@ func (t *tx) InsertJob(ctx context.Context, j apps.Job) error {
 
 func (t *tx) AppJobs(ctx context.Context, appID string) ([]apps.Job, error) {
 	var out []apps.Job
-	err := t.query(ctx, `SELECT id, app_id, kind, status, result, created_at, run_after, finished_at FROM jobs WHERE app_id = $1 ORDER BY created_at, id`,
+	err := t.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE app_id = $1 ORDER BY created_at, id`,
 		[]any{appID}, func(rows pgx.Rows) error {
-			var j apps.Job
-			var kind, status string
-			var result []byte
-			if err := rows.Scan(&j.ID, &j.AppID, &kind, &status, &result, &j.CreatedAt, &j.RunAfter, &j.FinishedAt); err != nil {
-				return err
-			}
-			j.Kind, j.Status = xpromo.JobKind(kind), xpromo.JobStatus(status)
-			if result != nil {
-				j.Result = json.RawMessage(result)
-			}
-			j.CreatedAt, j.RunAfter, j.FinishedAt = j.CreatedAt.UTC(), j.RunAfter.UTC(), utcPtr(j.FinishedAt)
+			j, err := scanJob(rows)
 			out = append(out, j)
-			return nil
+			return err
 		})
 	return out, wrap(err, "reading jobs")
 }

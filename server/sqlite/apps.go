@@ -127,26 +127,17 @@ func (t *tx) InsertJob(ctx context.Context, j apps.Job) error {
 }
 
 func (t *tx) AppJobs(ctx context.Context, appID string) ([]apps.Job, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, app_id, kind, status, result, created_at, run_after, finished_at FROM jobs WHERE app_id = ? ORDER BY created_at, id`, appID)
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE app_id = ? ORDER BY created_at, id`, appID)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
 	var out []apps.Job
 	for rows.Next() {
-		var j apps.Job
-		var kind, status string
-		var result sql.NullString
-		var created, runAfter int64
-		var finished sql.NullInt64
-		if err := rows.Scan(&j.ID, &j.AppID, &kind, &status, &result, &created, &runAfter, &finished); err != nil {
+		j, err := scanJob(rows)
+		if err != nil {
 			return nil, wrap(err)
 		}
-		j.Kind, j.Status = xpromo.JobKind(kind), xpromo.JobStatus(status)
-		if result.Valid {
-			j.Result = json.RawMessage(result.String)
-		}
-		j.CreatedAt, j.RunAfter, j.FinishedAt = fromMicros(created), fromMicros(runAfter), fromNullMicros(finished)
 		out = append(out, j)
 	}
 	return out, wrap(rows.Err())

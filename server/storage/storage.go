@@ -1,9 +1,9 @@
 // Package storage names what the server needs from a database as a whole.
 //
 // Each domain package (ledger, apps, market, payments, idempotency,
-// attribution, webhooks) declares the narrow Tx interface its functions
-// need; Tx here is their union, which the sqlite and postgres stores
-// implement with one transaction type. A
+// attribution, webhooks, jobs) declares the narrow Tx interface its
+// functions need; Tx here is their union, which the sqlite and postgres
+// stores implement with one transaction type. A
 // domain function that moves money takes an interface embedding both its own
 // Tx and ledger.Tx, so the state change and the ledger lines commit together.
 //
@@ -19,6 +19,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
@@ -34,6 +35,7 @@ type Tx interface {
 	idempotency.Tx
 	attribution.Tx
 	webhooks.Tx
+	jobs.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

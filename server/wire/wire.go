@@ -15,6 +15,7 @@ import (
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
@@ -81,6 +82,12 @@ type Config struct {
 	// takes over the claims of a dead one at once. "" records none (claims
 	// of a dead process wait out their 60 s lease).
 	Instance string
+
+	// JobConcurrency is how many background jobs RunJobs runs at once (0:
+	// jobs.DefaultConcurrency); JobInterval how often it looks for due ones
+	// (0: jobs.DefaultInterval).
+	JobConcurrency int
+	JobInterval    time.Duration
 }
 
 // Server is the assembled server: the HTTP API and what its background
@@ -92,6 +99,9 @@ type Server struct {
 	Market      *market.Service
 	Payments    *payments.Service
 	Webhooks    *webhooks.Service
+	// Jobs runs the background jobs (RunJobs); handlers are registered on
+	// it before RunJobs starts.
+	Jobs *jobs.Runner[storage.Tx]
 	// Clock is the clock of every domain: cfg.Now plus the test clock's
 	// offset (moved by POST /v1/admin/clock/advance in test mode).
 	Clock *Clock
@@ -157,5 +167,5 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	}
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Clock: clock, cfg: cfg}, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Jobs: jobRunner(cfg, store), Clock: clock, cfg: cfg}, nil
 }

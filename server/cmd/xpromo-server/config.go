@@ -32,6 +32,7 @@ type config struct {
 	RedisURL       string
 	ReadLimit      int // requests per minute; 0: the default
 	WriteLimit     int
+	JobConcurrency int // background jobs run at once by this instance
 	CategoriesFile string
 	X402PayTo      string
 	X402Network    string
@@ -46,6 +47,10 @@ type config struct {
 	// (test mode only; docs/webhooks.md).
 	WebhooksAllowLoopback bool
 }
+
+// maxJobConcurrency bounds --job-concurrency: each running job may hold a
+// download and a database connection for its completion.
+const maxJobConcurrency = 64
 
 // minLiveAdminToken is the shortest admin token accepted in live mode; a
 // short token on a live server is a password that can be guessed.
@@ -70,6 +75,7 @@ var settings = []setting{
 	{flag: "redis-url", env: "XPROMO_REDIS_URL", def: "", usage: "Redis URL (redis://host:port/db) to share rate limits across instances; empty: in-memory limits", serveOnly: true},
 	{flag: "rate-read", env: "XPROMO_RATE_READ", def: "600", usage: "reads (GET) allowed per minute per API key, or per IP without a key", serveOnly: true},
 	{flag: "rate-write", env: "XPROMO_RATE_WRITE", def: "60", usage: "writes (POST) allowed per minute per API key, or per IP without a key", serveOnly: true},
+	{flag: "job-concurrency", env: "XPROMO_JOB_CONCURRENCY", def: "4", usage: "background jobs (vetting gate, scoring) this instance runs at once", serveOnly: true},
 	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
@@ -220,6 +226,11 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		}
 		*dst = n
 	}
+	concurrency, err := strconv.Atoi(get("job-concurrency"))
+	if err != nil || concurrency < 1 || concurrency > maxJobConcurrency {
+		return cfg, usagef("%s: %q is not a number of jobs from 1 to %d", source["job-concurrency"], get("job-concurrency"), maxJobConcurrency)
+	}
+	cfg.JobConcurrency = concurrency
 	switch cfg.Mode {
 	case httpapi.ModeTest, httpapi.ModeLive:
 	default:

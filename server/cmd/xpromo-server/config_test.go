@@ -26,7 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 		Mode:      "test",
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
-		ReadLimit: 600, WriteLimit: 60,
+		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
 }
@@ -51,7 +51,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		Mode:        "live",
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
-		ReadLimit:   600, WriteLimit: 60,
+		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4,
 	}, cfg)
 }
 
@@ -107,6 +107,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"empty data dir", []string{"--data-dir", ""}, nil, `data directory must not be empty`},
 		{"short live admin token", []string{"--mode", "live", "--admin-token", "hunter2"}, nil, `at least 32 characters`},
 		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"no jobs at once", nil, map[string]string{"XPROMO_JOB_CONCURRENCY": "0"}, `XPROMO_JOB_CONCURRENCY: "0" is not a number of jobs from 1 to 64`},
+		{"too many jobs at once", []string{"--job-concurrency", "1000"}, nil, `--job-concurrency: "1000" is not a number of jobs from 1 to 64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig("serve", tc.args, envMap(tc.env), &bytes.Buffer{}, &bytes.Buffer{})

@@ -89,6 +89,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		Instance:        instance,
 
 		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
+		JobConcurrency:        cfg.JobConcurrency,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
@@ -130,6 +131,9 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
 	// Webhooks: dispatch, delivery with retries, the 30-day purge.
 	background.Go(func() { built.RunWebhooks(bg) })
+
+	// The job queue (vetting gate, scoring): jobs of the kinds with a handler.
+	background.Go(func() { built.RunJobs(bg) })
 	defer func() { stopBackground(); background.Wait() }()
 
 	serveErr := make(chan error, 1)

@@ -1,0 +1,35 @@
+package wire
+
+import (
+	"context"
+
+	"github.com/xpromo/xpromo/server/ids"
+	"github.com/xpromo/xpromo/server/jobs"
+	"github.com/xpromo/xpromo/server/storage"
+)
+
+// jobRunner builds the job runner on the server's clock. No kind has a
+// handler yet: the vetting gate and scoring register theirs with
+// Server.Jobs.Handle, and until then their jobs stay queued.
+func jobRunner(cfg Config, store storage.Store) *jobs.Runner[storage.Tx] {
+	holder := cfg.Instance
+	if holder == "" {
+		holder = ids.New("run") // no instance id: any id unique to this runner
+	}
+	return &jobs.Runner[storage.Tx]{
+		Update:      store.Update,
+		Now:         cfg.Now,
+		Holder:      holder,
+		Concurrency: cfg.JobConcurrency,
+		Log:         cfg.Logger.With("component", "jobs"),
+	}
+}
+
+// RunJobs runs the job queue until ctx ends (jobs.Runner.Run): it claims
+// due jobs of the kinds with a handler, every cfg.JobInterval
+// (jobs.DefaultInterval if 0) and whenever a job finishes, and on the way
+// out hands back the jobs it was running. Every instance runs it; claims
+// never overlap.
+func (s *Server) RunJobs(ctx context.Context) {
+	s.Jobs.Run(ctx, s.cfg.JobInterval)
+}
