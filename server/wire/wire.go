@@ -45,6 +45,10 @@ type Config struct {
 	// X402EURUSD is the EUR→USD quote (a decimal, e.g. "1.08") used to price
 	// top-ups in USDC; "" means 1.
 	X402EURUSD string
+	// MCPAllowedOrigins are the browser origins (scheme://host[:port], or
+	// "*") allowed to call /mcp besides loopback ones and the base URL's;
+	// their hosts are accepted in the Host header too (docs/mcp.md).
+	MCPAllowedOrigins []string
 	// CategoriesFile is the operator's categories and floors (JSON, see
 	// docs/marketplace.md); "" uses the catalogue shipped with the server.
 	CategoriesFile string

@@ -41,6 +41,8 @@ type config struct {
 	OfferSecret, PreviousOfferSecret string
 	IPToASNFile, DatacentersFile     string
 	TrustedProxies                   []netip.Prefix
+
+	MCPAllowedOrigins []string // browser origins allowed on /mcp (docs/mcp.md)
 }
 
 // minLiveAdminToken is the shortest admin token accepted in live mode; a
@@ -74,6 +76,7 @@ var settings = []setting{
 	{flag: "offer-secret-previous", env: "XPROMO_OFFER_SECRET_PREVIOUS", def: "", usage: "the offer secret before a rotation, still verifying offers sealed with it (keep it 30 minutes)", serveOnly: true},
 	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
 	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
+	{flag: "mcp-allowed-origins", env: "XPROMO_MCP_ALLOWED_ORIGINS", def: "", usage: "comma-separated origins (scheme://host[:port], or *) of browser pages allowed to call /mcp, besides loopback ones and the base URL's; their hosts are accepted as Host too", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 }
 
@@ -207,6 +210,15 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, p.Masked())
+	}
+	for v := range strings.SplitSeq(get("mcp-allowed-origins"), ",") {
+		if v = strings.TrimSuffix(strings.TrimSpace(v), "/"); v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); v != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "") {
+			return cfg, usagef("%s: %q is not an origin (scheme://host[:port]) nor *", source["mcp-allowed-origins"], v)
+		}
+		cfg.MCPAllowedOrigins = append(cfg.MCPAllowedOrigins, v)
 	}
 	for name, dst := range map[string]*int{"rate-read": &cfg.ReadLimit, "rate-write": &cfg.WriteLimit} {
 		n, err := strconv.Atoi(get(name))
