@@ -20,7 +20,7 @@ type prompt struct {
 
 type promptArg struct {
 	name, description string
-	required         bool
+	required          bool
 }
 
 func prompts() []prompt {

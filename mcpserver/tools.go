@@ -202,7 +202,7 @@ func allTools() []*tool {
 				"It starts throttled; its status_reason says what will happen (app_pending: nothing until the app is approved). Without max_bid_cents it buys at the category floor; with it, it may win contested inventory, paying one cent above the next-highest bid, never more than max_bid_cents." + keyNote,
 			params: []param{
 				{name: "app_id", required: true, schema: nonEmpty(maxIDLength, "The caller's own app; another app's id answers not_found.")},
-				{name: "categories", required: true, 
+				{name: "categories", required: true,
 					schema: withDesc(schema{"type": "array", "minItems": 1, "maxItems": 200,
 						"items": schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"}},
 						"Category keys as published by get_rate_card, each once.")},
@@ -301,4 +301,3 @@ func allTools() []*tool {
 		},
 	}
 }
-
