@@ -95,13 +95,17 @@ func ok(t *testing.T, res *mcp.CallToolResult) any {
 	return asJSON(t, res.StructuredContent)
 }
 
-// failed returns the `error` object of a tool error.
+// failed returns the `error` object of a tool error: isError, no
+// structuredContent (it would break the tool's output schema), and a text
+// content that is the REST Error body.
 func failed(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	t.Helper()
 	require.True(t, res.IsError, "want a tool error, got %s", textOf(res))
-	m, _ := asJSON(t, res.StructuredContent).(map[string]any)
+	assert.Nil(t, res.StructuredContent, "a tool error carries no structuredContent")
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(textOf(res)), &m), "text of a tool error: %s", textOf(res))
 	e, _ := m["error"].(map[string]any)
-	require.NotNil(t, e, "structuredContent of a tool error must be {error: …}: %s", textOf(res))
+	require.NotNil(t, e, "the text of a tool error must be {error: …}: %s", textOf(res))
 	assert.Contains(t, e, "code")
 	assert.Contains(t, e, "message")
 	assert.Contains(t, e, "retry_after")
@@ -405,11 +409,13 @@ func TestMCPParity(t *testing.T) {
 		},
 	}
 	for name, connect := range transports {
-		t.Run(name, func(t *testing.T) { parity(t, a, connect) })
+		t.Run(name, func(t *testing.T) { parity(t, a, connect, name == "in-process") })
 	}
 }
 
-func parity(t *testing.T, a *api, connect func(key string) *client.Client) {
+// parity checks every tool against REST; session says the tools use the
+// session's key (as over stdio) rather than the caller's credentials.
+func parity(t *testing.T, a *api, connect func(key string) *client.Client, session bool) {
 	public := connect("")
 
 	// Public reads.
@@ -511,8 +517,17 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client) {
 		assert.Equal(t, "not_found", failed(t, callTool(t, connect(otherKey), tool, map[string]any{"campaign_id": cmpID}))["code"], tool)
 	}
 	sameError("get_score", app, map[string]any{"app_id": otherID}, a.do("GET", "/v1/apps/"+otherID+"/score", key, nil))
-	// No key: the public tools work, the others answer unauthorized.
-	sameError("get_score", public, map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/score", "", nil))
+	// No key: the public tools work, the others answer unauthorized; over
+	// HTTP in the API's words, in a session (stdio) with how to set its key.
+	noKey := a.do("GET", "/v1/apps/"+appID+"/score", "", nil)
+	if !session {
+		sameError("get_score", public, map[string]any{"app_id": appID}, noKey)
+	} else {
+		e := failed(t, callTool(t, public, "get_score", map[string]any{"app_id": appID}))
+		assert.Equal(t, "unauthorized", e["code"])
+		assert.Contains(t, e["message"], "XPROMO_API_KEY")
+		assert.Contains(t, e["message"], "register_app")
+	}
 }
 
 func keysOf(m map[string]any) []string {
@@ -524,9 +539,9 @@ func keysOf(m map[string]any) []string {
 	return out
 }
 
-// TestMCPArgumentErrorsMatchREST: mistakes the tools' input schemas catch
-// before calling the API carry the code the REST API gives for the same
-// mistake.
+// TestMCPArgumentErrorsMatchREST: a mistake in a tool's arguments gets the
+// code and message the REST API gives for the same mistake (the arguments
+// reach the API as written; mcpserver/arguments.go).
 func TestMCPArgumentErrorsMatchREST(t *testing.T) {
 	a := startMCP(t, wire.Config{})
 	appID, key := registerREST(t, a, "Coder")
@@ -571,8 +586,7 @@ func TestMCPArgumentErrorsMatchREST(t *testing.T) {
 	for _, tc := range cases {
 		require.GreaterOrEqual(t, tc.rest.Status, 400, "%s %v: REST accepted it: %s", tc.tool, tc.args, tc.rest.Body)
 		e := failed(t, callTool(t, c, tc.tool, tc.args))
-		assert.Equal(t, tc.rest.code(t), e["code"], "%s %v: %s", tc.tool, tc.args, e["message"])
-		assert.NotEmpty(t, e["message"])
+		assert.Equal(t, restError(t, tc.rest), withoutRequestID(e), "%s %v", tc.tool, tc.args)
 	}
 }
 
@@ -658,13 +672,36 @@ func TestMCPHTTPCredentials(t *testing.T) {
 
 // mcpPost sends one JSON-RPC message to /mcp the way a legacy client does
 // after initialize (the stateless endpoint needs no session).
+// mcpPost posts one JSON-RPC message to /mcp in a session of its own
+// (initialize first, then body with the session id).
 func mcpPost(t *testing.T, a *api, body string) *http.Response {
+	t.Helper()
+	return mcpPostIn(t, a, mcpSession(t, a), body)
+}
+
+// mcpSession initializes a session at /mcp and returns its id.
+func mcpSession(t *testing.T, a *api) string {
+	t.Helper()
+	resp := mcpPostIn(t, a, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+	require.Equal(t, 200, resp.StatusCode)
+	id := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, id, "initialize answers a session id")
+	return id
+}
+
+func mcpPostIn(t *testing.T, a *api, session, body string, header ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest("POST", a.url+"/mcp", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
@@ -674,10 +711,11 @@ func mcpPost(t *testing.T, a *api, body string) *http.Response {
 // TestMCPRateLimited: /mcp is rate limited like /v1, once per request: the
 // REST call a tool makes in-process is not counted again.
 func TestMCPRateLimited(t *testing.T) {
-	a := startMCP(t, wire.Config{ReadLimit: 50, WriteLimit: 3})
+	a := startMCP(t, wire.Config{ReadLimit: 50, WriteLimit: 4})
 	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_rate_card","arguments":{}}}`
+	session := mcpSession(t, a) // one write
 	for want := 2; want >= 0; want-- {
-		resp := mcpPost(t, a, call)
+		resp := mcpPostIn(t, a, session, call)
 		require.Equal(t, 200, resp.StatusCode)
 		assert.Equal(t, strconv.Itoa(want), resp.Header.Get("RateLimit-Remaining"), "a POST to /mcp is one write")
 		var msg struct {
@@ -686,7 +724,7 @@ func TestMCPRateLimited(t *testing.T) {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&msg))
 		assert.False(t, msg.Result.IsError, "%s", textOf(&msg.Result))
 	}
-	resp := mcpPost(t, a, call)
+	resp := mcpPostIn(t, a, session, call)
 	require.Equal(t, 429, resp.StatusCode)
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 	var body struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/guide"
@@ -121,7 +122,10 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	}
 	clock := NewClock(cfg.Now, cfg.Mode == httpapi.ModeTest)
 	cfg.Now = clock.Now
-	srv := httpapi.New(httpapi.Config{Store: store, Logger: cfg.Logger, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode})
+	// The REST API's records of requests made by an MCP tool call also go
+	// to that MCP session (logging/setLevel, docs/mcp.md).
+	apiLog := slog.New(mcpserver.ForwardLogs(cfg.Logger.Handler()))
+	srv := httpapi.New(httpapi.Config{Store: store, Logger: apiLog, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode})
 	svc := httpapi.Services{
 		AdminToken:     cfg.AdminToken,
 		Guide:          guide.Markdown,
