@@ -502,3 +502,72 @@ func (r *recorder) WriteHeader(s int) {
 	}
 }
 func (r *recorder) Write(b []byte) (int, error) { r.WriteHeader(200); return r.body.Write(b) }
+
+// Over stdio (JSON-RPC lines), a session subscribed to an app's ledger is
+// told when a payout made through this server changes it, and gets the
+// log records of its calls once it set a level.
+func TestStdioSubscriptionAndLogging(t *testing.T) {
+	api := newRecordingAPI(t, 200, `{"transfer_id":"tr_1","amount_cents":5000,"payout_id":"po_1"}`)
+	s := New(xpromo.NewClient(api.url, xpromo.WithRetries(0), xpromo.WithAPIKey("xp_test_k")))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.ServeStdio(ctx, inR, outW, nil)
+	lines := make(chan map[string]any, 100)
+	go func() {
+		dec := json.NewDecoder(outR)
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(lines)
+				return
+			}
+			lines <- m
+		}
+	}()
+	send := func(msg string) { io.WriteString(inW, msg+"\n") }
+	// until reads messages until the answer to id, returning those before it.
+	until := func(id float64) []map[string]any {
+		var got []map[string]any
+		for m := range lines {
+			if m["id"] == id {
+				return got
+			}
+			got = append(got, m)
+		}
+		t.Fatal("output ended")
+		return nil
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	until(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"xpromo://apps/app_1/ledger"}}`)
+	until(2)
+	send(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"info"}}`)
+	until(3)
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"request_payout","arguments":{"app_id":"app_1"}}}`)
+	before := until(4)
+	var updated, logged bool
+	for _, m := range before {
+		params, _ := m["params"].(map[string]any)
+		switch m["method"] {
+		case "notifications/resources/updated":
+			updated = params["uri"] == "xpromo://apps/app_1/ledger"
+		case "notifications/message":
+			logged = logged || (params["logger"] == "xpromo-mcp" && params["level"] == "info")
+		}
+	}
+	if !updated || !logged {
+		t.Errorf("want resources/updated for the ledger and an info record before the answer, got %v", before)
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"resources/unsubscribe","params":{"uri":"xpromo://apps/app_1/ledger"}}`)
+	until(5)
+	send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"request_payout","arguments":{"app_id":"app_1"}}}`)
+	for _, m := range until(6) {
+		if m["method"] == "notifications/resources/updated" {
+			t.Errorf("update after unsubscribe: %v", m)
+		}
+	}
+	inW.Close()
+}

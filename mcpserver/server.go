@@ -210,6 +210,7 @@ func (s *Server) handler(t *tool) server.ToolHandlerFunc {
 		}
 		var resp xpromo.Response
 		opts = append(opts, xpromo.WithResponse(&resp))
+		s.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.name, "event": "calling the API"})
 		out, err := t.call(ctx, c.client, args, opts)
 		if err != nil {
 			return s.failed(ctx, t, s.forSession(errorBodyOf(err), c)), nil
@@ -220,7 +221,7 @@ func (s *Server) handler(t *tool) server.ToolHandlerFunc {
 			}
 		}
 		s.remember(ctx, args, out)
-		s.log(ctx, mcp.LoggingLevelInfo, map[string]any{"tool": t.name, "status": resp.StatusCode, "request_id": resp.RequestID})
+		s.log(ctx, mcp.LoggingLevelInfo, map[string]any{"tool": t.name, "event": "answered", "status": resp.StatusCode, "request_id": resp.RequestID})
 		s.changed(ctx, t.name, args, out)
 		return out.result()
 	}
@@ -241,7 +242,7 @@ func (s *Server) remember(ctx context.Context, a arguments, out answer) {
 
 // failed is the tool error for body, logged to the session.
 func (s *Server) failed(ctx context.Context, t *tool, body errorBody) *mcp.CallToolResult {
-	s.log(ctx, mcp.LoggingLevelWarning, map[string]any{"tool": t.name, "error": body})
+	s.log(ctx, mcp.LoggingLevelWarning, map[string]any{"tool": t.name, "event": "failed", "error": body})
 	return newErrorResult(body)
 }
 
