@@ -758,8 +758,8 @@ func TestMCPRateLimited(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestMCPEndpoint: POST only (GET answers 405 with the API's error body),
-// bodies limited like REST bodies.
+// TestMCPEndpoint: POST and DELETE (GET answers 405 with the API's error
+// body), bodies limited like REST bodies.
 func TestMCPEndpoint(t *testing.T) {
 	a := startMCP(t, wire.Config{})
 	resp, err := http.Get(a.url + "/mcp")
@@ -767,6 +767,16 @@ func TestMCPEndpoint(t *testing.T) {
 	defer resp.Body.Close()
 	assert.Equal(t, 405, resp.StatusCode)
 	assert.Contains(t, resp.Header.Get("Allow"), "POST")
+
+	// DELETE ends a session.
+	del, err := http.NewRequest("DELETE", a.url+"/mcp", nil)
+	require.NoError(t, err)
+	del.Header.Set("Mcp-Session-Id", mcpSession(t, a))
+	del.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	ended, err := http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	ended.Body.Close()
+	assert.Equal(t, 200, ended.StatusCode)
 
 	huge := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_rate_card","arguments":{"x":"` +
 		strings.Repeat("a", 2<<20) + `"}}}`
