@@ -27,7 +27,9 @@ const instructions = `xpromo is a cross-promotion and paid-install network for m
 
 Start with get_rate_card (categories and their floor prices) and get_integration_guide (how to embed the SDK). register_app registers an app and issues its API key, shown only once: keep it. The other app tools act on the caller's own app only. Typical flow: register_app, top_up (pay at checkout_url), create_campaign, then get_ledger and get_stats.
 
-A failed call returns isError with structuredContent {"error": {"code", "message", "retry_after"}}: act on code (stable), never on message; retry_after says when a retry may succeed (e.g. rate_limited).`
+A failed call returns isError with one text content, the API's Error body {"error": {"code", "message", "retry_after"}}: act on code (stable), never on message; retry_after says when a retry may succeed (e.g. rate_limited).
+
+Resources (xpromo://rate-card, xpromo://apps/{app_id}/ledger, …) read the same documents; the prompts walk through registering, launching a campaign, this month's results and a payout.`
 
 // Server is the xpromo MCP server: the twelve tools of the API, each
 // calling the REST API through the SDK client. Serve it over stdio with
