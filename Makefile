@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen crashtest capi capi-test capi-windows
+.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen crashtest capi capi-test capi-windows mcp-conformance
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -156,3 +156,6 @@ clean: ## remove ./bin (./data, the local database, is kept)
 
 guide: ## copy integration-guide.md into the server, which embeds and serves it
 	cp integration-guide.md server/guide/integration-guide.md
+
+mcp-conformance: ## the official MCP conformance suite and Inspector CLI against /mcp and xpromo-mcp (needs Node 22+ and npm; NODE=…)
+	scripts/mcp-conformance.sh

@@ -8,11 +8,16 @@
 //
 // Input schemas mirror the operations' parameters and bodies (enums,
 // minimums, formats, required fields) and output schemas their answers;
-// mcp-go validates both. Every tool sets all four annotations. A failed call
-// is a tool error (isError) whose structuredContent is the API's Error body,
-// {"error": {"code", "message", "retry_after"}}, with the same stable code
-// the REST API gives for the same mistake, including mistakes the input
-// schema catches before the API is called.
+// mcp-go checks every answer against its output schema. The arguments go to
+// the API as written (arguments.go), so a mistake gets the code and message
+// the REST API gives for it. Every tool sets all four annotations. A failed
+// call is a tool error (isError) whose one text content is the API's Error
+// body, {"error": {"code", "message", "retry_after"}}, and no
+// structuredContent (errors.go).
+//
+// Besides the tools: resources and templates over the API's readable
+// documents (resources.go), prompts for the usual jobs (prompts.go), log
+// records, resource updates and completions per session (session.go).
 //
 // Two transports:
 //
@@ -21,8 +26,9 @@
 //     WithIssuedKeyRemembered, register_app switches the session to the key
 //     it issued.
 //   - Streamable HTTP (HTTPHandler; the reference server mounts it at /mcp):
-//     stateless, each request's Authorization header is passed through to
-//     the REST call unchanged.
+//     session ids, a Host/Origin guard against DNS rebinding, and each
+//     request's Authorization header passed through to the REST call
+//     unchanged.
 //
 // docs/mcp.md describes the tools for users.
 package mcpserver

@@ -13,22 +13,26 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
-// A tool that fails answers a tool error (isError: true) whose
-// structuredContent is the API's Error body, so that an agent can act on the
-// stable code and on retry_after:
+// A tool that fails answers a tool error: isError true, and one text
+// content holding the API's Error body, so that an agent (and a person in
+// an MCP client) reads the stable code, the message and retry_after:
 //
 //	{"error": {"code": "below_minimum", "message": "…", "retry_after": null, "request_id": "req_…"}}
 //
-// The text content carries the same JSON, for clients that read only text.
+// There is no structuredContent: a tool's output schema describes its
+// answer, not the Error body, and a strict client rejects structured
+// content that breaks the schema. The code and message are the API's, for
+// every mistake the API can see (see arguments.go).
 
 // Codes for failures that never got an answer from the API (they are in the
 // API's catalogue too).
 const (
-	codeUnavailable = xpromo.CodeUnavailable // the API could not be reached
-	codeInternal    = xpromo.CodeInternal    // an answer the tool could not use
+	codeUnavailable  = xpromo.CodeUnavailable // the API could not be reached
+	codeInternal     = xpromo.CodeInternal    // an answer the tool could not use
+	codeUnauthorized = "unauthorized"
 )
 
-// toolError is the structuredContent of a tool error.
+// toolError is the text content of a tool error: the REST Error body.
 type toolError struct {
 	Error errorBody `json:"error"`
 }
@@ -41,13 +45,15 @@ type errorBody struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// errorResult is the tool error for a failed call of the REST API.
-func errorResult(err error) *mcp.CallToolResult {
-	var body errorBody
+// errorBodyOf is the Error body for a failed call of the REST API.
+func errorBodyOf(err error) errorBody {
 	var e *xpromo.Error
+	var bad badArgument
 	switch {
+	case errors.As(err, &bad):
+		return errorBody{Code: bad.code, Message: bad.message}
 	case errors.As(err, &e):
-		body = errorBody{Code: e.Code, Message: e.Message, RetryAfter: e.RetryAfter, RequestID: e.RequestID}
+		body := errorBody{Code: e.Code, Message: e.Message, RetryAfter: e.RetryAfter, RequestID: e.RequestID}
 		if body.Code == "" {
 			// Not the API's Error body (a proxy's page, say).
 			body.Code = codeInternal
@@ -55,75 +61,66 @@ func errorResult(err error) *mcp.CallToolResult {
 				body.Code = codeUnavailable
 			}
 		}
+		return body
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		body = errorBody{Code: codeUnavailable, Message: "the call was cancelled or timed out before the API answered: " + err.Error()}
+		return errorBody{Code: codeUnavailable, Message: "the call was cancelled or timed out before the API answered: " + err.Error()}
 	default:
 		// Connection refused, DNS, TLS…: the SDK already retried.
-		body = errorBody{Code: codeUnavailable, Message: "the xpromo API could not be reached: " + err.Error()}
+		return errorBody{Code: codeUnavailable, Message: "the xpromo API could not be reached: " + err.Error()}
 	}
-	return newErrorResult(body)
 }
 
 func newErrorResult(body errorBody) *mcp.CallToolResult {
-	te := toolError{Error: body}
-	text, _ := json.Marshal(te)
+	text, _ := json.Marshal(toolError{Error: body})
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(text))},
-		StructuredContent: te,
-		IsError:           true,
+		Content: []mcp.Content{mcp.NewTextContent(string(text))},
+		IsError: true,
 	}
 }
 
-// Prefixes of the messages of the tool errors mcp-go makes itself
-// (server/input_validation.go, output_validation.go).
-const (
-	inputRefusedPrefix  = "input schema validation failed"
-	outputRefusedPrefix = "output schema validation failed"
-	argumentsPrefix     = "invalid arguments"
-)
+// missingKeyMessage replaces the API's unauthorized message for a session
+// without a key (stdio): the API tells a REST caller to send an
+// Authorization header, which an agent talking to xpromo-mcp cannot do.
+const missingKeyMessage = "this tool needs the app's API key, and this session has none: " +
+	"set XPROMO_API_KEY in the environment of xpromo-mcp (the MCP client's server configuration) to the key register_app issued, " +
+	"or call register_app, which issues one"
 
-// explainRefusal turns a tool error made by mcp-go itself (it refused the
-// arguments, or a tool's answer broke its output schema) into the same
-// error shape as the API's, with the API's code for the mistake. Tool
-// errors of the tools themselves always carry structuredContent and are
-// left alone.
-func (s *Server) explainRefusal(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
-	r, ok := result.(*mcp.CallToolResult)
-	if !ok || r == nil || !r.IsError || r.StructuredContent != nil {
-		return
+// badKeyMessage is the same for a session whose key the API refused.
+const badKeyMessage = "the API key of this session (XPROMO_API_KEY of xpromo-mcp) is not valid: " +
+	"set it to the key register_app issued (rotated keys stop working), or call register_app for a new app"
+
+// forSession words an unauthorized answer for a caller using the session's
+// key rather than credentials of its own.
+func (s *Server) forSession(body errorBody, c caller) errorBody {
+	if !c.session || body.Code != codeUnauthorized {
+		return body
 	}
-	text := ""
-	if len(r.Content) > 0 {
-		if tc, ok := mcp.AsTextContent(r.Content[0]); ok {
-			text = tc.Text
+	if c.key == "" {
+		body.Message = missingKeyMessage
+		if s.rememberIssuedKey {
+			body.Message += " (this session then uses it)"
 		}
+	} else {
+		body.Message = badKeyMessage
 	}
-	var body errorBody
-	switch {
-	case strings.HasPrefix(text, inputRefusedPrefix), strings.HasPrefix(text, argumentsPrefix):
-		body = s.refusedArguments(req, text)
-	case strings.HasPrefix(text, outputRefusedPrefix):
-		body = errorBody{Code: codeInternal, Message: "the API's answer does not match this tool's output schema: " + text}
-	default:
-		return
-	}
-	*r = *newErrorResult(body)
+	return body
 }
 
-// refusedArguments names the argument mcp-go's validation refused, with the
-// API's code. If it cannot be found again (it should always be), the
-// validator's own message is passed on with the code of a malformed value.
-func (s *Server) refusedArguments(req *mcp.CallToolRequest, validatorMessage string) errorBody {
-	t, ok := s.tools[req.Params.Name]
-	if !ok {
-		return errorBody{Code: codeInvalidType, Message: validatorMessage}
+// Prefix of the message of the tool error mcp-go makes itself when a tool's
+// answer breaks its output schema (server/output_validation.go).
+const outputRefusedPrefix = "output schema validation failed"
+
+// explainRefusal turns the tool error mcp-go makes itself when an answer
+// breaks the tool's output schema into the API's error shape, code
+// internal. Tool errors of the tools themselves are left alone.
+func (s *Server) explainRefusal(_ context.Context, _ any, _ *mcp.CallToolRequest, result any) {
+	r, ok := result.(*mcp.CallToolResult)
+	if !ok || r == nil || !r.IsError || len(r.Content) == 0 {
+		return
 	}
-	args, err := decodeArguments(req.GetRawArguments())
-	if err != nil {
-		return errorBody{Code: codeInvalidType, Message: err.Error()}
+	tc, ok := mcp.AsTextContent(r.Content[0])
+	if !ok || !strings.HasPrefix(tc.Text, outputRefusedPrefix) {
+		return
 	}
-	if v, ok := firstViolation(t.params, args); ok {
-		return errorBody{Code: v.code, Message: v.message}
-	}
-	return errorBody{Code: codeInvalidType, Message: validatorMessage}
+	*r = *newErrorResult(errorBody{Code: codeInternal, Message: "the API's answer does not match this tool's output schema: " + tc.Text})
 }

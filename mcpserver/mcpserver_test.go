@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,33 +76,32 @@ func call(t testing.TB, c *client.Client, name string, args any) *mcp.CallToolRe
 }
 
 // errorOf returns the error body of a tool error, failing the test if res
-// is not one in the documented shape.
+// is not one in the documented shape: isError, no structuredContent (the
+// output schema describes answers, not errors), and one text content that
+// is the API's Error body.
 func errorOf(t testing.TB, res *mcp.CallToolResult) errorBody {
 	t.Helper()
 	if !res.IsError {
 		t.Fatalf("want a tool error, got %+v", res)
 	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
+	if res.StructuredContent != nil {
+		t.Errorf("a tool error must carry no structuredContent (it would break the output schema): %v", res.StructuredContent)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("want one text content, got %+v", res.Content)
+	}
+	tc, ok := mcp.AsTextContent(res.Content[0])
+	if !ok {
+		t.Fatalf("want text content, got %+v", res.Content[0])
 	}
 	var te toolError
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(strings.NewReader(tc.Text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&te); err != nil {
-		t.Fatalf("structuredContent %s is not {error: {code, message, retry_after}}: %v", raw, err)
+		t.Fatalf("text %s is not {error: {code, message, retry_after}}: %v", tc.Text, err)
 	}
 	if te.Error.Code == "" || te.Error.Message == "" {
-		t.Fatalf("error without code or message: %s", raw)
-	}
-	var text string
-	if len(res.Content) > 0 {
-		if tc, ok := mcp.AsTextContent(res.Content[0]); ok {
-			text = tc.Text
-		}
-	}
-	if !json.Valid([]byte(text)) || !strings.Contains(text, te.Error.Code) {
-		t.Errorf("the text content should be the error as JSON, got %q", text)
+		t.Fatalf("error without code or message: %s", tc.Text)
 	}
 	return te.Error
 }
@@ -181,116 +183,166 @@ func sorted(s []string) []string {
 	return s
 }
 
-// The checker that names refused arguments understands every keyword the
-// input schemas use.
-func TestInputSchemaKeywordsAreChecked(t *testing.T) {
-	var walk func(tool string, s schema)
-	walk = func(tool string, s schema) {
-		for k, v := range s {
-			if !slices.Contains(checkedKeywords, k) {
-				t.Errorf("%s: input schema keyword %q is not understood by check()", tool, k)
-			}
-			if sub, ok := v.(schema); ok {
-				walk(tool, sub)
-			}
-		}
-	}
-	for _, tl := range allTools() {
-		for _, p := range tl.params {
-			walk(tl.name, p.schema)
-		}
-	}
+// recordingAPI is a local API that records the one request it gets and
+// answers it with status and body.
+type recordingAPI struct {
+	url  string
+	mu   sync.Mutex
+	reqs []recorded
 }
 
-// Arguments the input schema refuses come back as tool errors carrying the
-// code the REST API gives for the same mistake; the API is not called.
-func TestRefusedArguments(t *testing.T) {
-	c := connect(t, newTestServer(t))
-	campaign := func(k string, v any) map[string]any {
-		m := map[string]any{"app_id": "app_1", "categories": []any{"productivity"}, "daily_budget_cents": 5000}
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
-	register := func(k string, v any) map[string]any {
-		m := map[string]any{"name": "Clipboard Pro", "platform": "mac", "bundle_id": "com.example.clip",
-			"domain": "example.com", "download_url": "https://example.com/c.dmg", "contact_email": "a@example.com"}
-		m[k] = v
-		return m
-	}
+type recorded struct {
+	method, path, query string
+	header              http.Header
+	body                string
+}
+
+func newRecordingAPI(t *testing.T, status int, body string) *recordingAPI {
+	t.Helper()
+	api := &recordingAPI{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		api.mu.Lock()
+		api.reqs = append(api.reqs, recorded{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Clone(), string(b)})
+		api.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req_test")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	api.url = srv.URL
+	return api
+}
+
+func (a *recordingAPI) requests() []recorded {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.reqs)
+}
+
+const apiRefusal = `{"error":{"code":"below_minimum","message":"the API's own words","retry_after":null}}`
+
+// Arguments reach the API as the agent wrote them (body fields unchanged,
+// query values as text, headers as given), so that the API judges every
+// mistake with its own code and message, which the tool error carries
+// unchanged.
+func TestArgumentsReachTheAPIAsWritten(t *testing.T) {
 	cases := []struct {
-		tool string
-		args any
-		code string
+		tool                      string
+		args                      string
+		method, path, query, body string
+		header                    [2]string
 	}{
-		{"create_campaign", campaign("daily_budget_cents", 10), "below_minimum"},
-		{"create_campaign", campaign("daily_budget_cents", "5000"), "invalid_type"},
-		{"create_campaign", campaign("daily_budget_cents", 1000.5), "invalid_type"},
-		{"create_campaign", campaign("daily_budget_cents", nil), "missing_field"},
-		{"create_campaign", campaign("categories", []any{}), "invalid_category"},
-		{"create_campaign", campaign("categories", []any{""}), "invalid_category"},
-		{"create_campaign", campaign("categories", []any{strings.Repeat("k", 65)}), "invalid_category"},
-		{"create_campaign", campaign("categories", manyCategories(201)), "too_long"},
-		{"create_campaign", campaign("daily_budget_cents", 10_000_000_001), "invalid_amount"},
-		{"create_campaign", campaign("max_bid_cents", 0), "bid_below_floor"},
-		{"create_campaign", campaign("app_id", strings.Repeat("a", 65)), "too_long"},
-		{"register_app", register("name", strings.Repeat("n", 201)), "invalid_name"},
-		{"register_app", register("category", ""), "invalid_category"},
-		{"top_up", map[string]any{"app_id": "app_1", "amount_cents": 10_000_001}, "invalid_amount"},
-		{"get_score", map[string]any{"app_id": strings.Repeat("a", 65)}, "not_found"},
-		{"create_campaign", campaign("categories", []any{1}), "invalid_type"},
-		{"create_campaign", campaign("app_id", ""), "missing_field"},
-		{"create_campaign", campaign("colour", "blue"), "unknown_field"},
-		{"create_campaign", campaign("max_bid_cents", nil), ""}, // valid: reaches the (closed) API
-		{"create_campaign", campaign("idempotency_key", ""), "invalid_idempotency_key"},
-		{"create_campaign", campaign("idempotency_key", strings.Repeat("k", 256)), "invalid_idempotency_key"},
-		{"register_app", register("platform", "linux"), "invalid_platform"},
-		{"register_app", register("name", ""), "missing_field"},
-		{"register_app", register("category", "Not A Key"), "invalid_category"},
-		{"top_up", map[string]any{"app_id": "app_1", "amount_cents": 4999}, "below_minimum"},
-		{"top_up", map[string]any{"app_id": "app_1", "amount_cents": 5000, "prefer_x402": "yes"}, "invalid_type"},
-		{"top_up", map[string]any{"amount_cents": 5000}, "missing_field"},
-		{"get_ledger", map[string]any{"app_id": "app_1", "limit": 0}, "invalid_limit"},
-		{"get_ledger", map[string]any{"app_id": "app_1", "limit": 1001}, "invalid_limit"},
-		{"get_ledger", map[string]any{"app_id": "app_1", "cursor": ""}, "invalid_cursor"},
-		{"get_stats", map[string]any{"app_id": "app_1", "period": "forever"}, "invalid_period"},
-		{"get_score", map[string]any{}, "missing_field"},
-		{"get_rate_card", map[string]any{"verbose": true}, "unknown_field"},
-		{"pause_campaign", map[string]any{"campaign_id": 7}, "invalid_type"},
+		{tool: "create_campaign", args: `{"app_id":"app_1","categories":["x"],"daily_budget_cents":"5000","colour":"blue","idempotency_key":"k1"}`,
+			method: "POST", path: "/v1/campaigns", body: `{"app_id":"app_1","categories":["x"],"colour":"blue","daily_budget_cents":"5000"}`, header: [2]string{"Idempotency-Key", "k1"}},
+		{tool: "create_campaign", args: `{"app_id":"app_1","categories":[],"daily_budget_cents":10,"idempotency_key":""}`,
+			method: "POST", path: "/v1/campaigns", body: `{"app_id":"app_1","categories":[],"daily_budget_cents":10}`, header: [2]string{"Idempotency-Key", ""}},
+		{tool: "register_app", args: `{"name":"","platform":"linux"}`,
+			method: "POST", path: "/v1/apps", body: `{"name":"","platform":"linux"}`},
+		{tool: "top_up", args: `{"app_id":"app 1","amount_cents":123456789012345678901234567890}`,
+			method: "POST", path: "/v1/apps/app%201/top-up", body: `{"amount_cents":123456789012345678901234567890}`},
+		{tool: "top_up", args: `{"app_id":"app_1","amount_cents":"5000"}`,
+			method: "POST", path: "/v1/apps/app_1/top-up", body: `{"amount_cents":"5000"}`},
+		{tool: "top_up", args: `{"app_id":"app_1","amount_cents":4999,"prefer_x402":true}`,
+			method: "POST", path: "/v1/apps/app_1/top-up", body: `{"amount_cents":4999}`, header: [2]string{"Prefer", "payment=x402"}},
+		{tool: "get_ledger", args: `{"app_id":"app_1","limit":0,"from":"yesterday","cursor":""}`,
+			method: "GET", path: "/v1/apps/app_1/ledger", query: "cursor=&from=yesterday&limit=0"},
+		{tool: "get_ledger", args: `{"app_id":"app_1","limit":"ten"}`,
+			method: "GET", path: "/v1/apps/app_1/ledger", query: "limit=ten"},
+		{tool: "get_stats", args: `{"app_id":"app_1","period":"forever"}`,
+			method: "GET", path: "/v1/apps/app_1/stats", query: "period=forever"},
+		{tool: "get_score", args: `{"app_id":""}`, method: "GET", path: "/v1/apps//score"},
 	}
 	for _, tc := range cases {
-		res := call(t, c, tc.tool, tc.args)
-		e := errorOf(t, res)
-		want := tc.code
-		if want == "" {
-			want = "unavailable" // the arguments passed; the API is a closed port
+		api := newRecordingAPI(t, 422, apiRefusal)
+		c := connect(t, New(xpromo.NewClient(api.url, xpromo.WithRetries(0))))
+		e := errorOf(t, call(t, c, tc.tool, json.RawMessage(tc.args)))
+		if e.Code != "below_minimum" || e.Message != "the API's own words" || e.RequestID != "req_test" {
+			t.Errorf("%s %s: the API's error must come back unchanged, got %+v", tc.tool, tc.args, e)
 		}
-		if e.Code != want {
-			t.Errorf("%s %v: code %q (%s), want %q", tc.tool, tc.args, e.Code, e.Message, want)
+		reqs := api.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%s %s: %d requests, want 1", tc.tool, tc.args, len(reqs))
+		}
+		r := reqs[0]
+		if r.method != tc.method || r.path != tc.path || r.query != tc.query {
+			t.Errorf("%s %s: sent %s %s ?%s, want %s %s ?%s", tc.tool, tc.args, r.method, r.path, r.query, tc.method, tc.path, tc.query)
+		}
+		if tc.body != "" && !jsonEqual(r.body, tc.body) {
+			t.Errorf("%s %s: body %s, want %s", tc.tool, tc.args, r.body, tc.body)
+		}
+		if h := tc.header; h[0] != "" {
+			if vs, ok := r.header[h[0]]; !ok || len(vs) != 1 || vs[0] != h[1] {
+				t.Errorf("%s %s: header %s = %q, want %q", tc.tool, tc.args, h[0], vs, h[1])
+			}
 		}
 	}
 }
 
-// A number too large for 64 bits is an invalid_type, as the API answers it,
-// whatever the bounds of its argument.
-
-// manyCategories lists n category keys.
-func manyCategories(n int) []any {
-	out := make([]any, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("k%d", i)
-	}
-	return out
+func jsonEqual(a, b string) bool {
+	var x, y any
+	dx := json.NewDecoder(strings.NewReader(a))
+	dx.UseNumber()
+	dy := json.NewDecoder(strings.NewReader(b))
+	dy.UseNumber()
+	return dx.Decode(&x) == nil && dy.Decode(&y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
 }
 
-func TestHugeInteger(t *testing.T) {
-	c := connect(t, newTestServer(t))
-	res := call(t, c, "top_up", json.RawMessage(`{"app_id":"app_1","amount_cents":123456789012345678901234567890}`))
-	if e := errorOf(t, res); e.Code != "invalid_type" || !strings.Contains(e.Message, "64 bits") {
-		t.Errorf("got %+v", e)
+// What the REST request cannot carry is refused by the tool itself, with
+// the code the API gives for the same mistake in a body; the API is not
+// called.
+func TestArgumentsTheAPICannotSee(t *testing.T) {
+	cases := []struct {
+		tool, args, code, message string
+	}{
+		{"get_score", `{}`, "missing_field", "app_id is required"},
+		{"top_up", `{"amount_cents":5000}`, "missing_field", "app_id is required"},
+		{"pause_campaign", `{"campaign_id":7}`, "invalid_type", `field "campaign_id" must be a string, not integer`},
+		{"get_score", `{"app_id":{"id":"app_1"}}`, "invalid_type", `field "app_id" must be a string, not object`},
+		{"get_rate_card", `{"verbose":true}`, "unknown_field", `unknown field "verbose"`},
+		{"get_score", `{"app_id":"app_1","colour":"blue"}`, "unknown_field", `unknown field "colour"`},
+		{"top_up", `{"app_id":"app_1","amount_cents":5000,"prefer_x402":"yes"}`, "invalid_type", `field "prefer_x402" must be a boolean, not string`},
+		{"request_payout", `{"app_id":"app_1","idempotency_key":5}`, "invalid_type", `field "idempotency_key" must be a string, not integer`},
+		{"get_ledger", `{"app_id":"app_1","limit":[1]}`, "invalid_type", `field "limit" must be a string, not array`},
+		{"get_score", `[1]`, "invalid_type", ""},
+	}
+	for _, tc := range cases {
+		api := newRecordingAPI(t, 500, `{}`)
+		c := connect(t, New(xpromo.NewClient(api.url, xpromo.WithRetries(0))))
+		e := errorOf(t, call(t, c, tc.tool, json.RawMessage(tc.args)))
+		if e.Code != tc.code || (tc.message != "" && e.Message != tc.message) {
+			t.Errorf("%s %s: got %s %q, want %s %q", tc.tool, tc.args, e.Code, e.Message, tc.code, tc.message)
+		}
+		if n := len(api.requests()); n != 0 {
+			t.Errorf("%s %s: the API was called %d times", tc.tool, tc.args, n)
+		}
+	}
+}
+
+// Over stdio, an unauthorized answer says how to give the session a key
+// (the API's message asks for a header the agent cannot send); over HTTP the
+// API's message stands.
+func TestUnauthorizedOverStdio(t *testing.T) {
+	api := newRecordingAPI(t, 401, `{"error":{"code":"unauthorized","message":"this endpoint needs `+"`Authorization: Bearer <API_KEY>`"+`","retry_after":null}}`)
+	args := json.RawMessage(`{"app_id":"app_1"}`)
+
+	noKey := connect(t, New(xpromo.NewClient(api.url, xpromo.WithRetries(0)), WithIssuedKeyRemembered()))
+	e := errorOf(t, call(t, noKey, "get_score", args))
+	if e.Code != "unauthorized" || !strings.Contains(e.Message, "XPROMO_API_KEY") || !strings.Contains(e.Message, "register_app") || strings.Contains(e.Message, "Authorization") {
+		t.Errorf("no key: %+v", e)
+	}
+	badKey := connect(t, New(xpromo.NewClient(api.url, xpromo.WithRetries(0), xpromo.WithAPIKey("xp_test_bad"))))
+	if e := errorOf(t, call(t, badKey, "get_score", args)); e.Code != "unauthorized" || !strings.Contains(e.Message, "XPROMO_API_KEY") {
+		t.Errorf("bad key: %+v", e)
+	}
+	s := New(xpromo.NewClient(api.url, xpromo.WithRetries(0)))
+	res, err := s.handler(s.tools["get_score"])(ContextWithAuthorization(context.Background(), ""), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_score", Arguments: args}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := errorOf(t, res); !strings.Contains(e.Message, "Authorization") {
+		t.Errorf("HTTP: the API's message must stand: %+v", e)
 	}
 }
 
@@ -327,7 +379,7 @@ func TestOutputSchemasAreEnforced(t *testing.T) {
 	}
 }
 
-func TestErrorResult(t *testing.T) {
+func TestErrorBodyOf(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		err  error
@@ -341,16 +393,16 @@ func TestErrorResult(t *testing.T) {
 			errorBody{Code: "internal", Message: "unexpected answer: <html>"}},
 	}
 	for _, tc := range cases {
-		got := errorResult(tc.err).StructuredContent.(toolError).Error
+		got := errorBodyOf(tc.err)
 		if got.Code != tc.want.Code || got.Message != tc.want.Message || got.RequestID != tc.want.RequestID ||
 			(got.RetryAfter == nil) != (tc.want.RetryAfter == nil) {
 			t.Errorf("%v: got %+v, want %+v", tc.err, got, tc.want)
 		}
 	}
-	if got := errorResult(context.DeadlineExceeded).StructuredContent.(toolError).Error; got.Code != "unavailable" {
+	if got := errorBodyOf(context.DeadlineExceeded); got.Code != "unavailable" {
 		t.Errorf("deadline: %+v", got)
 	}
-	if got := errorResult(errors.New("dial tcp: connection refused")).StructuredContent.(toolError).Error; got.Code != "unavailable" {
+	if got := errorBodyOf(errors.New("dial tcp: connection refused")); got.Code != "unavailable" {
 		t.Errorf("connection: %+v", got)
 	}
 }
@@ -376,14 +428,64 @@ func TestCallerCredentials(t *testing.T) {
 	}
 }
 
-// The HTTP handler refuses GET (no server-to-client stream) and serves POST.
+// The HTTP handler refuses GET (the server sends nothing outside a
+// request) and serves POST.
 func TestHTTPHandlerMethods(t *testing.T) {
-	h := newTestServer(t).HTTPHandler(nil)
-	req, _ := http.NewRequest(http.MethodGet, "/mcp", nil)
+	h := newTestServer(t).HTTPHandler()
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
 	rec := &recorder{header: http.Header{}}
 	h.ServeHTTP(rec, req)
 	if rec.status != http.StatusMethodNotAllowed {
 		t.Errorf("GET: %d, want 405", rec.status)
+	}
+}
+
+// The DNS-rebinding guard: Host must be a loopback name or an allowed
+// host; Origin, when sent, a loopback origin or an allowed one.
+func TestOriginGuard(t *testing.T) {
+	h := newTestServer(t).HTTPHandler(WithAllowedHosts("api.example.com:443"), WithAllowedOrigins("https://app.example.com"))
+	any := newTestServer(t).HTTPHandler(WithAllowedOrigins("*"))
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	cases := []struct {
+		h            http.Handler
+		host, origin string
+		ok           bool
+	}{
+		{h, "127.0.0.1:8080", "", true},
+		{h, "localhost:8080", "http://localhost:8080", true},
+		{h, "[::1]:8080", "http://[::1]:3000", true},
+		{h, "127.0.0.1:8080", "https://127.0.0.1", true},
+		{h, "api.example.com", "", true},
+		{h, "API.example.com:8443", "https://app.example.com", true},
+		{h, "app.example.com", "", true}, // an allowed origin's host
+		{h, "evil.example.com", "", false},
+		{h, "evil.example.com:8080", "http://evil.example.com:8080", false},
+		{h, "127.0.0.1:8080", "http://evil.example.com", false},
+		{h, "localhost", "null", false},
+		{h, "localhost", "https://app.example.com.evil.com", false},
+		{any, "localhost", "https://anything.example", true},
+		{any, "evil.example.com", "", false}, // * is for origins, not hosts
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+tc.host+"/mcp", strings.NewReader(ping))
+		req.Host = tc.host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		rec := &recorder{header: http.Header{}}
+		tc.h.ServeHTTP(rec, req)
+		if got := rec.status != http.StatusForbidden; got != tc.ok {
+			t.Errorf("Host %q Origin %q: status %d, want allowed=%v", tc.host, tc.origin, rec.status, tc.ok)
+		}
+		if !tc.ok {
+			var msg mcp.JSONRPCError
+			if err := json.Unmarshal([]byte(rec.body.String()), &msg); err != nil || msg.Error.Message == "" {
+				t.Errorf("403 body must be a JSON-RPC error: %q", rec.body.String())
+			}
+		}
 	}
 }
 
@@ -400,3 +502,79 @@ func (r *recorder) WriteHeader(s int) {
 	}
 }
 func (r *recorder) Write(b []byte) (int, error) { r.WriteHeader(200); return r.body.Write(b) }
+
+// Over stdio (JSON-RPC lines), a session subscribed to an app's ledger is
+// told when a payout made through this server changes it, and gets the
+// log records of its calls once it set a level.
+func TestStdioSubscriptionAndLogging(t *testing.T) {
+	api := newRecordingAPI(t, 200, `{"transfer_id":"tr_1","amount_cents":5000,"payout_id":"po_1"}`)
+	s := New(xpromo.NewClient(api.url, xpromo.WithRetries(0), xpromo.WithAPIKey("xp_test_k")))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.ServeStdio(ctx, inR, outW, nil)
+	lines := make(chan map[string]any, 100)
+	go func() {
+		dec := json.NewDecoder(outR)
+		for {
+			var m map[string]any
+			if dec.Decode(&m) != nil {
+				close(lines)
+				return
+			}
+			lines <- m
+		}
+	}()
+	send := func(msg string) { io.WriteString(inW, msg+"\n") }
+	// until reads messages until the answer to id, returning those before it.
+	until := func(id float64) []map[string]any {
+		var got []map[string]any
+		for m := range lines {
+			if m["id"] == id {
+				return got
+			}
+			got = append(got, m)
+		}
+		t.Fatal("output ended")
+		return nil
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	until(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"xpromo://apps/app_1/ledger"}}`)
+	until(2)
+	send(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"info"}}`)
+	until(3)
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"request_payout","arguments":{"app_id":"app_1"}}}`)
+	// The notifications may be written after the answer (mcp-go writes them
+	// from another goroutine): read until all three came.
+	var answered, updated, logged bool
+	for m := range lines {
+		params, _ := m["params"].(map[string]any)
+		switch {
+		case m["id"] == 4.0:
+			answered = true
+		case m["method"] == "notifications/resources/updated":
+			updated = params["uri"] == "xpromo://apps/app_1/ledger"
+		case m["method"] == "notifications/message":
+			logged = logged || (params["logger"] == "xpromo-mcp" && params["level"] == "info")
+		}
+		if answered && updated && logged {
+			break
+		}
+	}
+	if !answered || !updated || !logged {
+		t.Fatalf("answered %v, resources/updated %v, info record %v", answered, updated, logged)
+	}
+	send(`{"jsonrpc":"2.0","id":5,"method":"resources/unsubscribe","params":{"uri":"xpromo://apps/app_1/ledger"}}`)
+	until(5)
+	s.subs.mu.Lock()
+	for _, uris := range s.subs.uris {
+		if len(uris) > 0 {
+			t.Errorf("subscriptions left after unsubscribe: %v", uris)
+		}
+	}
+	s.subs.mu.Unlock()
+	inW.Close()
+}

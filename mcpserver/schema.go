@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
-
-	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
 // The JSON Schemas of the tools. Each mirrors the REST operation of the
@@ -25,25 +23,21 @@ type param struct {
 	name     string
 	schema   schema
 	required bool
-	// code is the API's error code for a value the schema refuses by a
-	// value rule (enum, minimum, pattern, …); codes overrides it for one
-	// keyword. A wrong JSON type is always invalid_type. These are the codes
-	// the REST API answers for the same mistake, so that an agent sees one
-	// code whichever layer caught it.
-	code  string
-	codes map[string]string
+	in       where
 }
 
-// codeFor is the API code for a value of p refused by keyword.
-func (p param) codeFor(keyword string) string {
-	if keyword == "type" {
-		return codeInvalidType
-	}
-	if c, ok := p.codes[keyword]; ok {
-		return c
-	}
-	return p.code
-}
+// where says which part of the REST request carries a param. Body fields
+// go to the API as the agent wrote them, so the API judges every value of a
+// body with its own messages; path, query and header values are text there,
+// and the tool checks only what text cannot carry (see checkArguments).
+type where int
+
+const (
+	inBody   where = iota // a field of the JSON body (the zero value)
+	inPath                // a path segment: a string
+	inQuery               // a query parameter: a string, number or boolean, as text
+	inHeader              // a header: a string (prefer_x402: a boolean)
+)
 
 // inputSchema is the tool's input schema: an object of params, nothing else.
 func inputSchema(params []param) json.RawMessage {
@@ -71,25 +65,11 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
-// Error codes the schemas map to that the SDK does not name.
+// Codes of the argument mistakes the tools refuse themselves (the API's,
+// for the same mistake in a body: see checkArguments).
 const (
-	codeMissingField          = "missing_field"
-	codeUnknownField          = "unknown_field"
-	codeInvalidCategory       = "invalid_category"
-	codeUnknownCategory       = "unknown_category"
-	codeInvalidDate           = "invalid_date"
-	codeInvalidLimit          = "invalid_limit"
-	codeInvalidCursor         = "invalid_cursor"
-	codeInvalidPeriod         = "invalid_period"
-	codeInvalidIdempotencyKey = "invalid_idempotency_key"
-	codeInvalidAmount         = "invalid_amount"
-	codeInvalidName           = "invalid_name"
-	codeInvalidBundleID       = "invalid_bundle_id"
-	codeInvalidDomain         = "invalid_domain"
-	codeInvalidURL            = "invalid_url"
-	codeInvalidEmail          = "invalid_email"
-	codeInvalidPaymentHeader  = "invalid_payment_header"
-	codeTooLong               = "too_long"
+	codeMissingField = "missing_field"
+	codeUnknownField = "unknown_field"
 )
 
 // Bounds openapi.json declares (its input policy, docs/errors.md), repeated
@@ -175,18 +155,18 @@ func allRequired(desc string, props schema) schema { return object(desc, keys(pr
 // Parameters shared by several tools.
 
 func appIDParam() param {
-	return param{name: "app_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": xpromo.CodeNotFound},
+	return param{name: "app_id", required: true, in: inPath,
 		schema: nonEmpty(maxIDLength, "The app's id (app_id of register_app). The API key acts on its own app only: another app's id answers not_found, like a missing one.")}
 }
 
 func campaignIDParam() param {
-	return param{name: "campaign_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": xpromo.CodeNotFound},
+	return param{name: "campaign_id", required: true, in: inPath,
 		schema: nonEmpty(maxIDLength, "The campaign's id (campaign_id of create_campaign). Another app's campaign answers not_found.")}
 }
 
 // idempotencyKeyParam is the Idempotency-Key header of every POST.
 func idempotencyKeyParam() param {
-	return param{name: "idempotency_key", code: codeInvalidIdempotencyKey,
+	return param{name: "idempotency_key", in: inHeader,
 		schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 255},
 			"Optional. Makes the call safe to repeat: the same key with the same arguments replays the first answer instead of acting again (kept 24 hours); with other arguments it answers idempotency_key_reused. Without it each call acts anew.")}
 }

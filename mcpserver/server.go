@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -29,7 +27,9 @@ const instructions = `xpromo is a cross-promotion and paid-install network for m
 
 Start with get_rate_card (categories and their floor prices) and get_integration_guide (how to embed the SDK). register_app registers an app and issues its API key, shown only once: keep it. The other app tools act on the caller's own app only. Typical flow: register_app, top_up (pay at checkout_url), create_campaign, then get_ledger and get_stats.
 
-A failed call returns isError with structuredContent {"error": {"code", "message", "retry_after"}}: act on code (stable), never on message; retry_after says when a retry may succeed (e.g. rate_limited).`
+A failed call returns isError with one text content, the API's Error body {"error": {"code", "message", "retry_after"}}: act on code (stable), never on message; retry_after says when a retry may succeed (e.g. rate_limited).
+
+Resources (xpromo://rate-card, xpromo://apps/{app_id}/ledger, …) read the same documents; the prompts walk through registering, launching a campaign, this month's results and a payout.`
 
 // Server is the xpromo MCP server: the twelve tools of the API, each
 // calling the REST API through the SDK client. Serve it over stdio with
@@ -39,6 +39,9 @@ type Server struct {
 	base  *xpromo.Client // the caller's client, with the session's key
 	anon  *xpromo.Client // the same without a key: requests that bring their own
 	tools map[string]*tool
+	subs  *subscriptions
+	ids   known
+	now   func() time.Time
 
 	rememberIssuedKey bool
 	drainTimeout      time.Duration // ServeStdio's; 0 is DefaultStdioDrainTimeout
@@ -72,19 +75,31 @@ func New(c *xpromo.Client, opts ...Option) *Server {
 		anon:  c.With(xpromo.WithAPIKey("")),
 		key:   c.APIKey(),
 		tools: map[string]*tool{},
+		subs:  newSubscriptions(),
+		now:   time.Now,
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	hooks := &server.Hooks{}
 	hooks.AddAfterCallTool(s.explainRefusal)
+	hooks.AddAfterSubscribe(s.subs.subscribe)
+	hooks.AddAfterUnsubscribe(s.subs.unsubscribe)
 	s.mcp = server.NewMCPServer(Name, Version,
 		server.WithTitle("xpromo"),
 		server.WithDescription("Cross-promotion and paid-install network for macOS and Windows desktop apps."),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(true, false),
+		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{s}),
+		server.WithResourceCompletionProvider(completer{s}),
 		server.WithRecovery(),
-		server.WithInputSchemaValidation(),
+		server.WithResourceRecovery(),
+		// No input schema validation: the API judges the arguments, with
+		// its own messages (arguments.go).
 		server.WithOutputSchemaValidation(),
 		server.WithHooks(hooks),
 	)
@@ -92,6 +107,8 @@ func New(c *xpromo.Client, opts ...Option) *Server {
 		s.tools[t.name] = t
 		s.mcp.AddTool(t.definition(), s.handler(t))
 	}
+	s.addResources()
+	s.addPrompts()
 	return s
 }
 
@@ -153,40 +170,12 @@ func authorizationFrom(ctx context.Context) (string, bool) {
 	return v, ok
 }
 
-// HTTPHandler serves the tools over the Streamable HTTP transport, POST
-// only and stateless: every request is answered on its own, so the handler
-// can run on any number of instances. Each request's Authorization header is
-// passed through to the REST calls of its tool (ContextWithAuthorization);
-// the session's key is never used and register_app's key is never
-// remembered. GET (a server-to-client stream) answers 405: the tools send
-// no notifications.
-//
-// The DNS-rebinding guard of mcp-go (403 for a loopback connection with a
-// non-local Host) is off: it protects local MCP servers that need no
-// credentials, while every private tool here needs the caller's own key and
-// the public ones are public over REST too. Left on, it would refuse every
-// request that a reverse proxy on the same host forwards with its public
-// Host.
-func (s *Server) HTTPHandler(logger *slog.Logger) http.Handler {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	return server.NewStreamableHTTPServer(s.mcp,
-		server.WithStateLess(true),
-		server.WithDisableStreaming(true),
-		server.WithDisableLocalhostProtection(true),
-		server.WithStreamableHTTPLogger(logger),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			return ContextWithAuthorization(ctx, r.Header.Get("Authorization"))
-		}),
-	)
-}
-
 // caller is who a tool call acts as.
 type caller struct {
 	client  *xpromo.Client
 	opts    []xpromo.CallOption
-	session bool // the session's key (not the request's own credentials)
+	session bool   // the session's key (not the request's own credentials)
+	key     string // the session's key, when session
 }
 
 func (s *Server) callerOf(ctx context.Context) caller {
@@ -198,39 +187,65 @@ func (s *Server) callerOf(ctx context.Context) caller {
 	}
 	key := s.APIKey()
 	if key == s.base.APIKey() {
-		return caller{client: s.base, session: true}
+		return caller{client: s.base, session: true, key: key}
 	}
-	return caller{client: s.base.With(xpromo.WithAPIKey(key)), session: true}
+	return caller{client: s.base.With(xpromo.WithAPIKey(key)), session: true, key: key}
 }
 
-// handler runs tool t: decode the arguments, call the API, shape the answer.
+// handler runs tool t: check the arguments, call the API, shape the answer,
+// and tell the session (a log record; resources/updated for what changed).
 func (s *Server) handler(t *tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw, err := decodeArguments(req.GetRawArguments())
 		if err != nil {
-			return newErrorResult(errorBody{Code: codeInvalidType, Message: err.Error()}), nil
+			return s.failed(ctx, t, errorBody{Code: codeInvalidType, Message: err.Error()}), nil
 		}
-		args := arguments(raw)
+		if bad, refused := checkArguments(t.params, raw); refused {
+			return s.failed(ctx, t, errorBodyOf(bad)), nil
+		}
+		args := arguments{values: raw, params: t.params}
 		c := s.callerOf(ctx)
-		opts := c.opts
-		if key := args.str("idempotency_key"); key != "" {
-			opts = append(opts[:len(opts):len(opts)], xpromo.WithIdempotencyKey(key))
+		opts := c.opts[:len(c.opts):len(c.opts)]
+		if args.has("idempotency_key") {
+			// Sent as given, even empty: the API judges it.
+			opts = append(opts, xpromo.WithHeader("Idempotency-Key", args.str("idempotency_key")))
 		}
+		var resp xpromo.Response
+		opts = append(opts, xpromo.WithResponse(&resp))
+		s.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.name, "event": "calling the API"})
 		out, err := t.call(ctx, c.client, args, opts)
 		if err != nil {
-			var bad badArgument
-			if errors.As(err, &bad) {
-				return newErrorResult(errorBody{Code: bad.code, Message: bad.message}), nil
-			}
-			return errorResult(err), nil
+			return s.failed(ctx, t, s.forSession(errorBodyOf(err), c)), nil
 		}
 		if t.name == "register_app" && c.session && s.rememberIssuedKey {
 			if reg, ok := out.value.(*xpromo.RegisterAppResponse); ok && reg.APIKey != "" {
 				s.setKey(reg.APIKey)
 			}
 		}
+		s.remember(ctx, args, out)
+		s.log(ctx, mcp.LoggingLevelInfo, map[string]any{"tool": t.name, "event": "answered", "status": resp.StatusCode, "request_id": resp.RequestID})
+		s.changed(ctx, t.name, args, out)
 		return out.result()
 	}
+}
+
+// remember notes the ids the caller just used or got, for completions.
+func (s *Server) remember(ctx context.Context, a arguments, out answer) {
+	who := s.who(ctx)
+	s.ids.add(who, "app_id", a.str("app_id"))
+	s.ids.add(who, "campaign_id", a.str("campaign_id"))
+	switch v := out.value.(type) {
+	case *xpromo.RegisterAppResponse:
+		s.ids.add(who, "app_id", v.AppID)
+	case *xpromo.Campaign:
+		s.ids.add(who, "campaign_id", v.CampaignID)
+	}
+}
+
+// failed is the tool error for body, logged to the session.
+func (s *Server) failed(ctx context.Context, t *tool, body errorBody) *mcp.CallToolResult {
+	s.log(ctx, mcp.LoggingLevelWarning, map[string]any{"tool": t.name, "event": "failed", "error": body})
+	return newErrorResult(body)
 }
 
 // answer is a tool's successful result: value becomes structuredContent;

@@ -2,8 +2,8 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"net/http"
+	"net/url"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -89,24 +89,21 @@ func allTools() []*tool {
 				"shown only once: keep it. The app starts pending while the vetting gate checks its domain (at least six months old, over RDAP), " +
 				"its download (must serve bundle_id, signed) and its contact email (a challenge message). Needs no key.",
 			params: []param{
-				{name: "name", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeInvalidName}, schema: nonEmpty(200, "Display name of the app.")},
-				{name: "platform", required: true, code: xpromo.CodeInvalidPlatform, schema: enum("mac (macOS) or win (Windows).", "mac", "win")},
-				{name: "bundle_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeInvalidBundleID}, schema: nonEmpty(255, "Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
-				{name: "domain", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeInvalidDomain}, schema: nonEmpty(253, "The app's web domain, e.g. example.com; must be at least six months old.")},
-				{name: "download_url", required: true, code: codeInvalidURL, schema: strFormat("uri", maxURLLength, "Absolute https URL that serves the app's download; it must contain bundle_id.")},
-				{name: "contact_email", required: true, code: codeInvalidEmail, schema: strFormat("email", 254, "Contact address; it must answer a challenge message.")},
-				{name: "category", code: codeInvalidCategory, schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
+				{name: "name", required: true, schema: nonEmpty(200, "Display name of the app.")},
+				{name: "platform", required: true, schema: enum("mac (macOS) or win (Windows).", "mac", "win")},
+				{name: "bundle_id", required: true, schema: nonEmpty(255, "Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
+				{name: "domain", required: true, schema: nonEmpty(253, "The app's web domain, e.g. example.com; must be at least six months old.")},
+				{name: "download_url", required: true, schema: strFormat("uri", maxURLLength, "Absolute https URL that serves the app's download; it must contain bundle_id.")},
+				{name: "contact_email", required: true, schema: strFormat("email", 254, "Contact address; it must answer a challenge message.")},
+				{name: "category", schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
 					"Optional: the rate-card category key the app's own slots sell inventory in.")},
 				idempotencyKeyParam(),
 			},
 			output: registerAppResponseSchema(),
 			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: true},
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				out, err := c.RegisterApp(ctx, &xpromo.RegisterAppRequest{
-					Name: a.str("name"), Platform: xpromo.Platform(a.str("platform")), BundleID: a.str("bundle_id"),
-					Domain: a.str("domain"), DownloadURL: a.str("download_url"), ContactEmail: a.str("contact_email"),
-					Category: a.str("category"),
-				}, opts...)
+				out := new(xpromo.RegisterAppResponse)
+				err := c.Do(ctx, http.MethodPost, "/v1/apps", a.body(), out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -164,20 +161,22 @@ func allTools() []*tool {
 				"(and the same idempotency_key), which returns the topup ledger line." + keyNote,
 			params: []param{
 				appIDParam(),
-				{name: "amount_cents", required: true, code: xpromo.CodeBelowMinimum, codes: map[string]string{"maximum": codeInvalidAmount}, schema: withDesc(
+				{name: "amount_cents", required: true, schema: withDesc(
 					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinTopUpCents, "maximum": maxTopUpCents},
 					"Credits to buy, in euro cents; at least 5000 (EUR 50).")},
-				{name: "prefer_x402", schema: withDesc(schema{"type": "boolean", "default": false},
+				{name: "prefer_x402", in: inHeader, schema: withDesc(schema{"type": "boolean", "default": false},
 					"Pay machine-to-machine over x402 (sends Prefer: payment=x402): the answer is the x402 challenge instead of a checkout URL.")},
-				{name: "payment", code: codeInvalidPaymentHeader, schema: str(16384, "An x402 X-PAYMENT value (base64 of a signed PaymentPayload) answering an earlier challenge.")},
+				{name: "payment", in: inHeader, schema: str(16384, "An x402 X-PAYMENT value (base64 of a signed PaymentPayload) answering an earlier challenge.")},
 				idempotencyKeyParam(),
 			},
 			output: topUpResultSchema(),
 			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: true},
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				amount, err := a.int64("amount_cents")
-				if err != nil {
-					return answer{}, err
+				amount, ok := a.topUpAmount()
+				if !ok {
+					// Not a body TopUp can send (a string amount, an
+					// unknown field, …): the API refuses it as it is.
+					return answer{}, c.Do(ctx, http.MethodPost, "/v1/apps/"+url.PathEscape(a.str("app_id"))+"/top-up", a.body(), nil, opts...)
 				}
 				out, err := c.TopUp(ctx, a.str("app_id"), &xpromo.TopUpParams{
 					AmountCents: amount, PreferX402: a.bool("prefer_x402"), Payment: a.str("payment"),
@@ -202,33 +201,22 @@ func allTools() []*tool {
 			description: "Create a campaign that buys cleared installs of the caller's own app in rate-card categories (POST /v1/campaigns). " +
 				"It starts throttled; its status_reason says what will happen (app_pending: nothing until the app is approved). Without max_bid_cents it buys at the category floor; with it, it may win contested inventory, paying one cent above the next-highest bid, never more than max_bid_cents." + keyNote,
 			params: []param{
-				{name: "app_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeTooLong}, schema: nonEmpty(maxIDLength, "The caller's own app; another app's id answers not_found.")},
-				{name: "categories", required: true, code: codeInvalidCategory, codes: map[string]string{"maxItems": codeTooLong},
+				{name: "app_id", required: true, schema: nonEmpty(maxIDLength, "The caller's own app; another app's id answers not_found.")},
+				{name: "categories", required: true,
 					schema: withDesc(schema{"type": "array", "minItems": 1, "maxItems": 200,
 						"items": schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"}},
 						"Category keys as published by get_rate_card, each once.")},
-				{name: "daily_budget_cents", required: true, code: xpromo.CodeBelowMinimum, codes: map[string]string{"maximum": codeInvalidAmount}, schema: withDesc(
+				{name: "daily_budget_cents", required: true, schema: withDesc(
 					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinDailyBudgetCents, "maximum": maxCents},
 					"The most the campaign spends per UTC day, in euro cents; at least 1000.")},
-				{name: "max_bid_cents", code: xpromo.CodeBidBelowFloor, codes: map[string]string{"maximum": codeInvalidAmount}, schema: cents(1, maxCents, "Optional: the most paid per cleared install, in cents; at or above the category floor (else bid_below_floor). Omit to buy at the floor.")},
+				{name: "max_bid_cents", schema: cents(1, maxCents, "Optional: the most paid per cleared install, in cents; at or above the category floor (else bid_below_floor). Omit to buy at the floor.")},
 				idempotencyKeyParam(),
 			},
 			output: campaignAnswerSchema(schema{"const": "throttled"}),
 			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: false},
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				budget, err := a.int64("daily_budget_cents")
-				if err != nil {
-					return answer{}, err
-				}
-				req := &xpromo.CreateCampaignRequest{AppID: a.str("app_id"), Categories: a.strs("categories"), DailyBudgetCents: budget}
-				if a.has("max_bid_cents") {
-					bid, err := a.int64("max_bid_cents")
-					if err != nil {
-						return answer{}, err
-					}
-					req.MaxBidCents = &bid
-				}
-				out, err := c.CreateCampaign(ctx, req, opts...)
+				out := new(xpromo.Campaign)
+				err := c.Do(ctx, http.MethodPost, "/v1/campaigns", a.body(), out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -263,25 +251,18 @@ func allTools() []*tool {
 				"When more lines exist the page has next_cursor: call again with cursor set to it (and the same from and to) to read the next page." + keyNote,
 			params: []param{
 				appIDParam(),
-				{name: "from", code: codeInvalidDate, schema: strFormat("date", 10, "Optional: the first UTC date included, YYYY-MM-DD.")},
-				{name: "to", code: codeInvalidDate, schema: strFormat("date", 10, "Optional: the last UTC date included, YYYY-MM-DD.")},
-				{name: "limit", code: codeInvalidLimit, schema: withDesc(
+				{name: "from", in: inQuery, schema: strFormat("date", 10, "Optional: the first UTC date included, YYYY-MM-DD.")},
+				{name: "to", in: inQuery, schema: strFormat("date", 10, "Optional: the last UTC date included, YYYY-MM-DD.")},
+				{name: "limit", in: inQuery, schema: withDesc(
 					schema{"type": "integer", "minimum": 1, "maximum": xpromo.MaxLedgerLimit, "default": xpromo.DefaultLedgerLimit},
 					"Optional: lines per page, 1 to 1000 (100 when omitted).")},
-				{name: "cursor", code: codeInvalidCursor, schema: nonEmpty(256, "Optional: next_cursor of the previous page.")},
+				{name: "cursor", in: inQuery, schema: nonEmpty(256, "Optional: next_cursor of the previous page.")},
 			},
 			output: ledgerPageSchema(),
 			hints:  read,
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				p := &xpromo.LedgerParams{From: a.str("from"), To: a.str("to"), Cursor: a.str("cursor")}
-				if a.has("limit") {
-					limit, err := a.int64("limit")
-					if err != nil {
-						return answer{}, err
-					}
-					p.Limit = int(limit)
-				}
-				out, err := c.GetLedger(ctx, a.str("app_id"), p, opts...)
+				out := new(xpromo.LedgerPage)
+				err := c.Do(ctx, http.MethodGet, "/v1/apps/"+url.PathEscape(a.str("app_id"))+"/ledger?"+a.query().Encode(), nil, out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -291,7 +272,7 @@ func allTools() []*tool {
 			description: "Read the app's delivery and fraud figures over a period (GET /v1/apps/{app_id}/stats): impressions, clicks, installs, cleared installs, 48-hour retention, fraud rejections by reason code, floor and average clearing price." + keyNote,
 			params: []param{
 				appIDParam(),
-				{name: "period", code: codeInvalidPeriod, schema: func() schema {
+				{name: "period", in: inQuery, schema: func() schema {
 					s := enum("Optional: the reporting window (last_30_days when omitted).", "last_7_days", "last_30_days", "last_90_days")
 					s["default"] = string(xpromo.DefaultPeriod)
 					return s
@@ -300,7 +281,8 @@ func allTools() []*tool {
 			output: statsSchema(),
 			hints:  read,
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				out, err := c.GetStats(ctx, a.str("app_id"), &xpromo.StatsParams{Period: xpromo.Period(a.str("period"))}, opts...)
+				out := new(xpromo.Stats)
+				err := c.Do(ctx, http.MethodGet, "/v1/apps/"+url.PathEscape(a.str("app_id"))+"/stats?"+a.query().Encode(), nil, out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -319,49 +301,3 @@ func allTools() []*tool {
 		},
 	}
 }
-
-// arguments are a tool call's arguments, already checked against its input
-// schema (types, required, ranges).
-type arguments map[string]any
-
-func (a arguments) has(name string) bool { _, ok := a[name]; return ok }
-
-func (a arguments) str(name string) string {
-	s, _ := a[name].(string)
-	return s
-}
-
-func (a arguments) bool(name string) bool {
-	b, _ := a[name].(bool)
-	return b
-}
-
-func (a arguments) strs(name string) []string {
-	vs, _ := a[name].([]any)
-	out := make([]string, 0, len(vs))
-	for _, v := range vs {
-		if s, ok := v.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// int64 reads an integer argument. The schema guarantees an integer; one
-// too large for 64 bits is refused here, as the API refuses it.
-func (a arguments) int64(name string) (int64, error) {
-	n, ok := a[name].(json.Number)
-	if !ok {
-		return 0, badArgument{codeInvalidType, name + " must be an integer"}
-	}
-	v, err := n.Int64()
-	if err != nil {
-		return 0, badArgument{codeInvalidType, fmt.Sprintf("%s must be an integer of at most 64 bits, not %s", name, n)}
-	}
-	return v, nil
-}
-
-// badArgument is an argument the tool refuses before calling the API.
-type badArgument struct{ code, message string }
-
-func (e badArgument) Error() string { return e.code + ": " + e.message }

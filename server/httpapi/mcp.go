@@ -20,8 +20,8 @@ import (
 // value is that /mcp request.
 type mcpRequestKey struct{}
 
-// MountMCP mounts the MCP endpoint h (the Streamable HTTP transport,
-// stateless: POST only) at /mcp, behind realIP, identify and rateLimit like
+// MountMCP mounts the MCP endpoint h (the Streamable HTTP transport: POST,
+// and DELETE to end a session) at /mcp, behind realIP, identify and rateLimit like
 // /v1: each request to /mcp counts once against the caller's budget (per
 // key, else per IP; as a write, since it is a POST). The REST call its tool
 // makes in-process is not counted a second time (see rateLimit).
@@ -30,10 +30,13 @@ type mcpRequestKey struct{}
 // the REST API's: h passes the request's Authorization header through to the
 // REST call, which refuses a bad key with 401 unauthorized as a tool error.
 func (s *Server) MountMCP(h http.Handler) {
-	s.router.With(s.realIP, s.identify, s.rateLimit).Post("/mcp", func(w http.ResponseWriter, r *http.Request) {
+	serve := func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpRequestKey{}, r)))
-	})
+	}
+	mcp := s.router.With(s.realIP, s.identify, s.rateLimit)
+	mcp.Post("/mcp", serve)
+	mcp.Delete("/mcp", serve)
 }
 
 // servingMCP reports whether ctx belongs to a REST call made for a request

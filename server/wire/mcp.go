@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/sdk/xpromo"
@@ -15,7 +16,9 @@ const inProcessBaseURL = "http://xpromo.invalid"
 
 // mountMCP serves the MCP tools at /mcp (docs/mcp.md): the mcpserver in
 // front of this server's own REST API, reached in-process, each caller's
-// Authorization header passed through to the REST call.
+// Authorization header passed through to the REST call. Besides loopback
+// names, /mcp accepts the Host of the base URL and of cfg.MCPAllowedOrigins,
+// and browser pages of the base URL's origin and of cfg.MCPAllowedOrigins.
 func mountMCP(cfg Config, srv *httpapi.Server) {
 	c := xpromo.NewClient(inProcessBaseURL,
 		xpromo.WithHTTPClient(&http.Client{Transport: srv.InProcessTransport()}),
@@ -24,5 +27,9 @@ func mountMCP(cfg Config, srv *httpapi.Server) {
 		// settled at /mcp itself: never wait inside a tool call.
 		xpromo.WithMaxRetryAfter(0),
 	)
-	srv.MountMCP(mcpserver.New(c).HTTPHandler(cfg.Logger))
+	opts := []mcpserver.HTTPOption{mcpserver.WithHTTPLogger(cfg.Logger), mcpserver.WithAllowedOrigins(cfg.MCPAllowedOrigins...)}
+	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
+		opts = append(opts, mcpserver.WithAllowedHosts(u.Host), mcpserver.WithAllowedOrigins(u.Scheme+"://"+u.Host))
+	}
+	srv.MountMCP(mcpserver.New(c).HTTPHandler(opts...))
 }

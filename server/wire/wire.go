@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/guide"
@@ -47,6 +48,10 @@ type Config struct {
 	// X402EURUSD is the EUR→USD quote (a decimal, e.g. "1.08") used to price
 	// top-ups in USDC; "" means 1.
 	X402EURUSD string
+	// MCPAllowedOrigins are the browser origins (scheme://host[:port], or
+	// "*") allowed to call /mcp besides loopback ones and the base URL's;
+	// their hosts are accepted in the Host header too (docs/mcp.md).
+	MCPAllowedOrigins []string
 	// CategoriesFile is the operator's categories and floors (JSON, see
 	// docs/marketplace.md); "" uses the catalogue shipped with the server.
 	CategoriesFile string
@@ -134,7 +139,10 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	}
 	clock := NewClock(cfg.Now, cfg.Mode == httpapi.ModeTest)
 	cfg.Now = clock.Now
-	srv := httpapi.New(httpapi.Config{Store: store, Logger: cfg.Logger, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode})
+	// The REST API's records of requests made by an MCP tool call also go
+	// to that MCP session (logging/setLevel, docs/mcp.md).
+	apiLog := slog.New(mcpserver.ForwardLogs(cfg.Logger.Handler()))
+	srv := httpapi.New(httpapi.Config{Store: store, Logger: apiLog, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode})
 	svc := httpapi.Services{
 		AdminToken:     cfg.AdminToken,
 		Guide:          guide.Markdown,

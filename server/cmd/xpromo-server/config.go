@@ -46,6 +46,7 @@ type config struct {
 	// WebhooksAllowLoopback admits webhook endpoints on 127.0.0.1 and ::1
 	// (test mode only; docs/webhooks.md).
 	WebhooksAllowLoopback bool
+	MCPAllowedOrigins     []string // browser origins allowed on /mcp (docs/mcp.md)
 }
 
 // maxJobConcurrency bounds --job-concurrency: each running job may hold a
@@ -85,6 +86,7 @@ var settings = []setting{
 	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
 	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
 	{flag: "webhooks-allow-loopback", env: "XPROMO_WEBHOOKS_ALLOW_LOOPBACK", def: "false", usage: "test mode only: let webhook endpoints be on 127.0.0.1 and ::1 (any port), for a receiver on this machine; true or false (1 or 0)", serveOnly: true},
+	{flag: "mcp-allowed-origins", env: "XPROMO_MCP_ALLOWED_ORIGINS", def: "", usage: "comma-separated origins (scheme://host[:port], or *) of browser pages allowed to call /mcp, besides loopback ones and the base URL's; their hosts are accepted as Host too", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 }
 
@@ -218,6 +220,15 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, p.Masked())
+	}
+	for v := range strings.SplitSeq(get("mcp-allowed-origins"), ",") {
+		if v = strings.TrimSuffix(strings.TrimSpace(v), "/"); v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); v != "*" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "") {
+			return cfg, usagef("%s: %q is not an origin (scheme://host[:port]) nor *", source["mcp-allowed-origins"], v)
+		}
+		cfg.MCPAllowedOrigins = append(cfg.MCPAllowedOrigins, v)
 	}
 	for name, dst := range map[string]*int{"rate-read": &cfg.ReadLimit, "rate-write": &cfg.WriteLimit} {
 		n, err := strconv.Atoi(get(name))
