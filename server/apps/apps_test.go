@@ -694,6 +694,7 @@ func TestScoreEvents(t *testing.T) {
 
 		// Another domain's transition (trading) writes it in its caller's
 		// transaction.
+		clk.Advance(time.Minute)
 		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 			_, err := svc.Transition(ctx, tx, a.ID, xpromo.AppStatusThrottled, "first_trade", apps.ActorMarket)
 			return err
