@@ -102,6 +102,12 @@ const (
 	InvalidAppID             = "invalid_app_id"
 	InvalidDeviceID          = "invalid_device_id"
 	InvalidLocale            = "invalid_locale"
+
+	// Webhooks (docs/webhooks.md).
+	WebhookURLForbidden     = "webhook_url_forbidden"
+	InvalidEventType        = "invalid_event_type"
+	TooManyWebhookEndpoints = "too_many_webhook_endpoints"
+	WebhookEndpointDisabled = "webhook_endpoint_disabled"
 )
 
 // catalogue maps a code to its entries; the first is the default status.
@@ -150,16 +156,16 @@ func init() {
 	def(InvalidPlatform, 422, "`platform` is not one of `mac`, `win`.")
 	def(InvalidBundleID, 422, "`bundle_id` is not a reverse-DNS identifier (at least two dot-separated parts of letters, digits, `-`, `_`; at most 255 characters).")
 	def(InvalidDomain, 422, "`domain` is not a registrable DNS name (e.g. `example.com`, no scheme or path).")
-	def(InvalidURL, 422, "A URL field (`download_url`) is not an absolute `https` (or `http`) URL with a host.")
+	def(InvalidURL, 422, "A URL field (`download_url`, a webhook endpoint's `url`) is not an absolute `https` (or `http`) URL with a host; a webhook `url` must also have no user name or password, no fragment, and be `https` in live mode.")
 	def(InvalidEmail, 422, "`contact_email` is not a valid email address.")
 	def(InvalidCategory, 422, "`categories` is empty, lists a category twice, has more than 200 entries or an entry that is not a category key; or the `category` of POST /apps is not a lowercase key of 1 to 64 `a-z`, `0-9`, `-` (an empty string included: leave the field out instead).")
 	def(UnknownCategory, 422, "A category key is not in the rate card.")
 	def(BelowMinimum, 422, "An amount is under its documented minimum: `amount_cents` < 5000 on top-up, `daily_budget_cents` < 1000 on campaigns.")
 	def(BelowMinimum, 409, "On payout: the withdrawable balance is under EUR 50 (5000 cents).")
 	def(BidBelowFloor, 422, "`max_bid_cents` is under the campaign's floor (the highest floor of its categories on its app's platform).")
-	def(InvalidDate, 422, "`from` or `to` is not a date of the form YYYY-MM-DD.")
+	def(InvalidDate, 422, "`from` or `to` is not a date of the form YYYY-MM-DD, or `since` (events) is not an RFC 3339 date-time.")
 	def(InvalidRange, 422, "`from` is after `to`.")
-	def(InvalidLimit, 422, "`limit` is not an integer from 1 to 1000.")
+	def(InvalidLimit, 422, "`limit` is not an integer from 1 to 1000 (1 to 100 for webhook attempts).")
 	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
@@ -203,7 +209,11 @@ func init() {
 	def(InvalidAppID, 422, "`app_id` of a fill is not an app id: 1 to 128 characters of `A-Z a-z 0-9 - _ . : ~`.")
 	def(InvalidDeviceID, 422, "`device_id` of a fill is not 1 to 128 characters of `A-Z a-z 0-9 - _ . : ~`.")
 	def(InvalidLocale, 422, "`locale` of a fill is not a BCP 47 language tag (subtags of 1 to 8 letters or digits joined by `-`) of at most 35 characters.")
-	def(InvalidDuration, 422, "`seconds` is not an integer from 1 to 31536000 (one year).")
+	def(InvalidDuration, 422, "`seconds` is not an integer from 1 to 31536000 (one year), or `wait` (events) is not an integer from 0 to 30.")
+	def(WebhookURLForbidden, 422, "A webhook endpoint's `url` names an IP address the server must not connect to (loopback, private, link-local, CGNAT, multicast, cloud metadata and the other special-purpose ranges), or a port other than 80 and 443. Host names are checked when each delivery connects (a refused address then fails the attempt with `forbidden_address`).")
+	def(InvalidEventType, 422, "`events` of a webhook endpoint is empty, names a type twice or a type that does not exist; or the `type` filter of the events API names one that does not exist (docs/webhooks.md lists them).")
+	def(TooManyWebhookEndpoints, 409, "The app already has 10 webhook endpoints; delete one first.")
+	def(WebhookEndpointDisabled, 409, "Redelivery to a disabled webhook endpoint; enable it first (PATCH `status: enabled`).")
 }
 
 // Known reports whether code is in the catalogue.

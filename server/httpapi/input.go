@@ -29,7 +29,8 @@ import (
 //   - a path parameter longer than the document allows names nothing
 //     (not_found);
 //   - a query parameter the operation does not define is refused
-//     (unknown_parameter), and so is one given twice (repeated_parameter);
+//     (unknown_parameter), and so is one given twice (repeated_parameter)
+//     unless the document makes it an array (the events API's type);
 //   - an operation without a documented body refuses any body
 //     (body_not_allowed); one with a body refuses a Content-Length over
 //     MaxBodyBytes at once (body_too_large).
@@ -125,7 +126,7 @@ func checkTarget(r *http.Request, op *openapi.Operation) error {
 		if _, ok := op.Query[name]; !ok {
 			return fieldErr(apperr.UnknownParameter, name, "%s", unknownParameter(op, name))
 		}
-		if n := len(query[name]); n > 1 {
+		if n := len(query[name]); n > 1 && !op.Query[name].Matches("array") {
 			return fieldErr(apperr.RepeatedParameter, name, "query parameter %q is given %d times; send it once", name, n)
 		}
 	}

@@ -26,5 +26,6 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountMarket(public, protected, admin)
 		s.mountMoney(public, protected, admin)
 		s.mountSDK(public, protected, admin)
+		s.mountWebhooks(public, protected, admin)
 	})
 }

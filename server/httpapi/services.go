@@ -10,6 +10,7 @@ import (
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/ratelimit"
+	"github.com/xpromo/xpromo/server/webhooks"
 )
 
 // Services are the domain components behind the /v1 API. cmd (through the
@@ -34,6 +35,8 @@ type Services struct {
 
 	// Attribution serves the SDK endpoints, SDK keys and chains (sdk.go).
 	Attribution *attribution.Service
+	// Webhooks serves the webhook endpoints and the events API (webhooks.go).
+	Webhooks *webhooks.Service
 	// Clock is the server's clock, which test mode can advance (sdk.go).
 	Clock TestClock
 	// TrustedProxies are the proxies whose X-Forwarded-For the SDK

@@ -177,6 +177,17 @@ var operations = map[string]opSpec{
 	"get_clock":             {"GET", "/v1/admin/clock", false, false},
 	"advance_clock":         {"POST", "/v1/admin/clock/advance", false, true},
 	"run_attribution_sweep": {"POST", "/v1/admin/attribution/sweep", false, false},
+	// Webhooks (API key).
+	"create_webhook_endpoint": {"POST", "/v1/apps/{app_id}/webhook-endpoints", false, true},
+	"list_webhook_endpoints":  {"GET", "/v1/apps/{app_id}/webhook-endpoints", false, false},
+	"get_webhook_endpoint":    {"GET", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}", false, false},
+	"update_webhook_endpoint": {"PATCH", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}", false, true},
+	"delete_webhook_endpoint": {"DELETE", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}", false, false},
+	"rotate_webhook_secret":   {"POST", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}/rotate-secret", false, false},
+	"list_webhook_attempts":   {"GET", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}/attempts", false, false},
+	"redeliver_webhook":       {"POST", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}/redeliver", false, true},
+	"list_events":             {"GET", "/v1/apps/{app_id}/events", false, false},
+	"get_event":               {"GET", "/v1/apps/{app_id}/events/{event_id}", false, false},
 }
 
 // optionalBody lists the operations whose JSON body may be left out.
@@ -553,6 +564,17 @@ var wireTypes = map[string]any{
 	"Chain":                 xpromo.Chain{},
 	"ClockState":            xpromo.ClockState{},
 	"SweepResult":           xpromo.SweepResult{},
+	// Webhooks.
+	"Event":                        xpromo.Event{},
+	"EventPage":                    xpromo.EventPage{},
+	"WebhookEndpoint":              xpromo.WebhookEndpoint{},
+	"WebhookEndpointList":          xpromo.WebhookEndpointList{},
+	"CreateWebhookEndpointRequest": xpromo.CreateWebhookEndpointRequest{},
+	"UpdateWebhookEndpointRequest": xpromo.UpdateWebhookEndpointRequest{},
+	"WebhookAttempt":               xpromo.WebhookAttempt{},
+	"WebhookAttemptPage":           xpromo.WebhookAttemptPage{},
+	"RedeliverRequest":             xpromo.RedeliverRequest{},
+	"WebhookDelivery":              xpromo.WebhookDelivery{},
 }
 
 func schemaNullable(s *openapi3.Schema) bool {

@@ -104,15 +104,7 @@ func New(o Options) *http.Client {
 		o.UserAgent = DefaultUserAgent
 	}
 
-	guardOpts := []ssrf.Option(nil)
-	if o.TestOnlyAllowLoopback {
-		guardOpts = append(guardOpts,
-			ssrf.WithAnyPort(),
-			ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.1/32")),
-			ssrf.WithAllowedV6Prefixes(netip.MustParsePrefix("::1/128")),
-		)
-	}
-	guard := ssrf.New(guardOpts...)
+	guard := newGuard(o)
 
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
@@ -149,6 +141,36 @@ func New(o Options) *http.Client {
 			return nil // the scheme and the address are checked when the hop is sent
 		},
 	}
+}
+
+// newGuard is the dial-time address policy of a client with options o.
+func newGuard(o Options) *ssrf.Guardian {
+	var opts []ssrf.Option
+	if o.TestOnlyAllowLoopback {
+		opts = append(opts,
+			ssrf.WithAnyPort(),
+			ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.1/32")),
+			ssrf.WithAllowedV6Prefixes(netip.MustParsePrefix("::1/128")),
+		)
+	}
+	return ssrf.New(opts...)
+}
+
+// CheckAddress tells, ahead of any request, whether a client with options o
+// would connect to ip on port: nil, or an error wrapping ErrForbiddenAddress.
+// Callers that store a URL with an IP-literal host (webhook endpoints) use it
+// to refuse the URL at once; the dial-time check still runs on every
+// connection, for host names and redirects.
+func CheckAddress(o Options, ip netip.Addr, port uint16) error {
+	ip = ip.Unmap()
+	network := "tcp6"
+	if ip.Is4() {
+		network = "tcp4"
+	}
+	if err := newGuard(o).Safe(network, netip.AddrPortFrom(ip, port).String(), nil); err != nil {
+		return fmt.Errorf("%w: %w", ErrForbiddenAddress, err)
+	}
+	return nil
 }
 
 // guardedTransport checks the scheme of every request it sends (the first

@@ -1,8 +1,9 @@
 // Package storage names what the server needs from a database as a whole.
 //
-// Each domain package (ledger, apps, market, payments, idempotency) declares
-// the narrow Tx interface its functions need; Tx here is their union, which
-// the sqlite and postgres stores implement with one transaction type. A
+// Each domain package (ledger, apps, market, payments, idempotency,
+// attribution, webhooks) declares the narrow Tx interface its functions
+// need; Tx here is their union, which the sqlite and postgres stores
+// implement with one transaction type. A
 // domain function that moves money takes an interface embedding both its own
 // Tx and ledger.Tx, so the state change and the ledger lines commit together.
 //
@@ -21,6 +22,7 @@ import (
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/webhooks"
 )
 
 // Tx is one transaction over every domain's tables.
@@ -31,6 +33,7 @@ type Tx interface {
 	payments.Tx
 	idempotency.Tx
 	attribution.Tx
+	webhooks.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

@@ -18,6 +18,7 @@ import (
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/webhooks"
 )
 
 // Config is the server's configuration (cmd fills it from flags and env).
@@ -70,6 +71,11 @@ type Config struct {
 	// DefaultSweepInterval.
 	SweepInterval time.Duration
 
+	// WebhooksAllowLoopback lets webhook endpoints be on 127.0.0.1 and ::1
+	// (any port), for a receiver on the developer's machine (make demo).
+	// Test mode only: Build refuses it in live mode.
+	WebhooksAllowLoopback bool
+
 	// Instance is this process's instance id, held in the store by
 	// HoldInstance: recorded on idempotency claims, so that another process
 	// takes over the claims of a dead one at once. "" records none (claims
@@ -85,6 +91,7 @@ type Server struct {
 	Attribution *attribution.Service
 	Market      *market.Service
 	Payments    *payments.Service
+	Webhooks    *webhooks.Service
 	// Clock is the clock of every domain: cfg.Now plus the test clock's
 	// offset (moved by POST /v1/admin/clock/advance in test mode).
 	Clock *Clock
@@ -139,6 +146,9 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if svc.Attribution, err = attributionService(cfg, store, svc.Market); err != nil {
 		return nil, fmt.Errorf("attribution: %w", err)
 	}
+	if svc.Webhooks, err = webhooksService(cfg, store); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
@@ -147,5 +157,5 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	}
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Clock: clock, cfg: cfg}, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Clock: clock, cfg: cfg}, nil
 }

@@ -41,6 +41,10 @@ type config struct {
 	OfferSecret, PreviousOfferSecret string
 	IPToASNFile, DatacentersFile     string
 	TrustedProxies                   []netip.Prefix
+
+	// WebhooksAllowLoopback admits webhook endpoints on 127.0.0.1 and ::1
+	// (test mode only; docs/webhooks.md).
+	WebhooksAllowLoopback bool
 }
 
 // minLiveAdminToken is the shortest admin token accepted in live mode; a
@@ -74,6 +78,7 @@ var settings = []setting{
 	{flag: "offer-secret-previous", env: "XPROMO_OFFER_SECRET_PREVIOUS", def: "", usage: "the offer secret before a rotation, still verifying offers sealed with it (keep it 30 minutes)", serveOnly: true},
 	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
 	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
+	{flag: "webhooks-allow-loopback", env: "XPROMO_WEBHOOKS_ALLOW_LOOPBACK", def: "false", usage: "test mode only: let webhook endpoints be on 127.0.0.1 and ::1 (any port), for a receiver on this machine; true or false (1 or 0)", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 }
 
@@ -220,6 +225,14 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	default:
 		return cfg, usagef("%s: invalid mode %q (want test or live)", source["mode"], cfg.Mode)
 	}
+	loopback, err := strconv.ParseBool(get("webhooks-allow-loopback"))
+	if err != nil {
+		return cfg, usagef("%s: %q is not true or false", source["webhooks-allow-loopback"], get("webhooks-allow-loopback"))
+	}
+	if loopback && cfg.Mode == httpapi.ModeLive {
+		return cfg, usagef("%s: loopback webhook endpoints are for test mode only; live mode refuses them", source["webhooks-allow-loopback"])
+	}
+	cfg.WebhooksAllowLoopback = loopback
 	if cfg.Mode == httpapi.ModeLive && cfg.AdminToken != "" && len(cfg.AdminToken) < minLiveAdminToken {
 		return cfg, usagef("%s: the admin token must be at least %d characters in live mode", source["admin-token"], minLiveAdminToken)
 	}

@@ -87,6 +87,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		DatacentersFile: cfg.DatacentersFile,
 		TrustedProxies:  cfg.TrustedProxies,
 		Instance:        instance,
+
+		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
@@ -126,6 +128,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// Pending payouts: resolved at start, then every minute.
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
+	// Webhooks: dispatch, delivery with retries, the 30-day purge.
+	background.Go(func() { built.RunWebhooks(bg) })
 	defer func() { stopBackground(); background.Wait() }()
 
 	serveErr := make(chan error, 1)
