@@ -261,7 +261,9 @@ func TestListen(t *testing.T) {
 	bad := newReceiver(t, http.StatusInternalServerError)
 	stdout, stderr, stop = e.listen("--since", "2026-11-21T00:00:00Z", "--forward-to", bad.URL, "--events", "score.updated", "--json")
 	got = bad.await(t, 3)
-	waitFor(t, func() bool { return strings.Count(stdout.String(), "\n") == 3 && strings.Count(stderr.String(), "[500]") == 3 })
+	waitFor(t, func() bool {
+		return strings.Count(stdout.String(), "\n") == 3 && strings.Count(stderr.String(), "[500]") == 3
+	})
 	res = stop()
 	require.Equal(t, cli.ExitOK, res.code, "%s", res)
 	fresh := secretRe.FindString(stderr.String())
