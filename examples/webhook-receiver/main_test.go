@@ -214,7 +214,10 @@ func TestDeliveredByTheServer(t *testing.T) {
 	check.mu.Unlock()
 
 	for _, act := range []func() error{
-		func() error { _, err := c.With(xpromo.WithAdminToken(adminToken)).AdminApproveApp(ctx, reg.AppID, "ok"); return err },
+		func() error {
+			_, err := c.With(xpromo.WithAdminToken(adminToken)).AdminApproveApp(ctx, reg.AppID, "ok")
+			return err
+		},
 		func() error {
 			_, err := c.With(xpromo.WithAdminToken(adminToken)).AdminSuspendApp(ctx, reg.AppID, "complaints")
 			return err
