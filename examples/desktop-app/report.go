@@ -203,6 +203,9 @@ func checkOutcome(o *outcome) []check {
 	add("the click token verifies with the publisher's registered SDK key", err)
 	_, err = verifyInstall(o, click)
 	add("the install countersignature verifies with the advertiser's registered SDK key", err)
+	if o.Webhooks != nil {
+		add("each app's receiver verified and printed chain.state_changed installed, activated_48h, cleared and chain.cleared, in order, once each", checkWebhooks(o))
+	}
 	add("the advertiser's stats count the cleared install", func() error {
 		s := adv.Stats
 		if s == nil || s.Clicks != 1 || s.Installs != 1 || s.Cleared != 1 {
