@@ -22,6 +22,7 @@ import (
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/postgres/pgtest"
+	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storetest"
 )
 
@@ -419,4 +420,8 @@ func TestCreatingAccountsNeverDeadlocks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rep.Violations)
 	assert.Equal(t, workers*rounds*size*2, rep.Lines)
+}
+
+func TestWebhooksStore(t *testing.T) {
+	storetest.Webhooks(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
 }

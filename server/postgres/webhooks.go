@@ -213,7 +213,8 @@ func (t *tx) ClaimDeliveries(ctx context.Context, now, leaseEnd time.Time, limit
 )
 SELECT c.endpoint_id, c.event_id, c.app_id, c.event_created_at, c.attempts, c.next_attempt_at,
   o.id IS NOT NULL, coalesce(o.kind, ''), coalesce(o.payload::text, 'null'), coalesce(o.created_at, c.event_created_at),
-  `+prefixed("e.", endpointColumns)+`
+  e.id, e.app_id, e.url, e.events, e.description, e.status, coalesce(e.disabled_reason, ''), e.disabled_at,
+  e.secret, coalesce(e.previous_secret, ''), e.previous_secret_expires_at, e.created_at, e.updated_at
 FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id LEFT JOIN outbox o ON o.id = c.event_id`,
 		[]any{now, leaseEnd, limit}, func(rows pgx.Rows) error {
 			var c webhooks.Claimed
@@ -257,20 +258,6 @@ WHERE d.endpoint_id = v.ep AND d.event_id = v.ev`, orphanEP, orphanEV)
 		}
 	}
 	return out, nil
-}
-
-// prefixed qualifies each column of a column list with p.
-func prefixed(p, cols string) string {
-	parts := strings.Split(cols, ",")
-	for i, c := range parts {
-		c = strings.TrimSpace(c)
-		if strings.HasPrefix(c, "coalesce(") {
-			parts[i] = "coalesce(" + p + strings.TrimPrefix(c, "coalesce(")
-		} else {
-			parts[i] = p + c
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // RecordResults sends every statement in one round trip (with COMMIT).

@@ -76,3 +76,7 @@ func BenchmarkLedger(b *testing.B) {
 }
 
 var _ storage.Store = (*sqlite.DB)(nil)
+
+func TestWebhooksStore(t *testing.T) {
+	storetest.Webhooks(t, func(t *testing.T) storage.Store { return open(t) })
+}

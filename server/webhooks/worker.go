@@ -223,7 +223,7 @@ func (s *Service) send(ctx context.Context, claimed []Claimed) []Result {
 					continue
 				}
 				out[i] = s.attempt(ctx, c)
-				failed = out[i].Attempt == nil || !out[i].Attempt.Succeeded
+				failed = out[i].Attempt != nil && !out[i].Attempt.Succeeded
 			}
 		}(claimed[start:end], results[start:end])
 		start = end

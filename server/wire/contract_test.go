@@ -257,6 +257,7 @@ func TestContract(t *testing.T) {
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/score", rotated["api_key"].(string), nil))
 
 		contractAttribution(t, a, pubKey)
+		contractWebhooks(t, a, pubID, pubKey)
 
 		// /mcp is the MCP endpoint: JSON-RPC over the Streamable HTTP
 		// transport, whose messages, statuses and media types the MCP

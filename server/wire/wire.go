@@ -134,6 +134,9 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 		TrustedProxies: cfg.TrustedProxies,
 	}
 	var err error
+	if svc.Webhooks, err = webhooksService(cfg, store); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
 	if svc.Apps, svc.Auth, err = appsServices(cfg, store); err != nil {
 		return nil, fmt.Errorf("apps: %w", err)
 	}
@@ -145,9 +148,6 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	}
 	if svc.Attribution, err = attributionService(cfg, store, svc.Market); err != nil {
 		return nil, fmt.Errorf("attribution: %w", err)
-	}
-	if svc.Webhooks, err = webhooksService(cfg, store); err != nil {
-		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)

@@ -188,3 +188,17 @@ func TestRunUsage(t *testing.T) {
 		})
 	}
 }
+
+// The loopback setting of webhooks: test mode only.
+func TestConfigWebhooksLoopback(t *testing.T) {
+	cfg, err := parseConfig("serve", nil, envMap(map[string]string{"XPROMO_WEBHOOKS_ALLOW_LOOPBACK": "1"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.True(t, cfg.WebhooksAllowLoopback)
+	cfg, err = parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.False(t, cfg.WebhooksAllowLoopback)
+	_, err = parseConfig("serve", []string{"--webhooks-allow-loopback", "maybe"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, "not true or false")
+	_, err = parseConfig("serve", []string{"--mode", "live", "--webhooks-allow-loopback", "true"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, "test mode only")
+}
