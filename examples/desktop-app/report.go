@@ -38,6 +38,15 @@ func printReport(w io.Writer, res *outcome) {
 		printTable(w, rows, "lrrll")
 	}
 
+	if res.Webhooks != nil {
+		fmt.Fprintf(w, "\n== Webhooks the receiver verified and printed, in the order they arrived\n\n")
+		rows := [][]string{{"webhook-id", "type", "app", "what"}}
+		for _, r := range res.Webhooks {
+			rows = append(rows, []string{r.ID, string(r.Event.Type), names[r.Event.AppID], webhookSummary(r)})
+		}
+		printTable(w, rows, "llll")
+	}
+
 	fmt.Fprintf(w, "\n== Stats (an app's stats describe it as an advertiser; a publisher's earnings are in its ledger)\n\n")
 	rows := [][]string{{"app", "impressions", "clicks", "installs", "cleared", "retention_48h", "floor_cents", "avg_clearing_price_cents", "fraud_rejected"}}
 	for _, a := range []*app{res.Advertiser, res.Publisher} {

@@ -174,3 +174,21 @@ func checkWebhooks(o *outcome) error {
 	}
 	return nil
 }
+
+// webhookSummary says what a received event is about.
+func webhookSummary(r received) string {
+	if r.Chain.Chain.ChainID != "" {
+		prev := "new"
+		if r.Chain.PreviousState != nil {
+			prev = string(*r.Chain.PreviousState)
+		}
+		return fmt.Sprintf("chain %s: %s → %s", r.Chain.Chain.ChainID, prev, r.Chain.Chain.State)
+	}
+	if r.Event.Type == xpromo.EventScoreUpdated {
+		var d xpromo.ScoreEventData
+		if json.Unmarshal(r.Event.Data, &d) == nil {
+			return "status " + string(d.Score.Status)
+		}
+	}
+	return string(r.Event.Data)
+}
