@@ -31,7 +31,7 @@ Start with get_rate_card (categories and their floor prices) and get_integration
 
 A failed call returns isError with structuredContent {"error": {"code", "message", "retry_after"}}: act on code (stable), never on message; retry_after says when a retry may succeed (e.g. rate_limited).`
 
-// Server is the xpromo MCP server: the twelve tools of the API, each
+// Server is the xpromo MCP server: the tools of the API (ToolNames), each
 // calling the REST API through the SDK client. Serve it over stdio with
 // ServeStdio or over Streamable HTTP with HTTPHandler.
 type Server struct {

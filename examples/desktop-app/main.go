@@ -14,7 +14,10 @@
 //     hours of the server's test clock a heartbeat activates it; the
 //     clearing sweep charges the advertiser and pays the publisher;
 //   - both apps' ledgers and stats, and the chain with its two signatures,
-//     are printed, and the arithmetic of the clearing is checked.
+//     are printed, and the arithmetic of the clearing is checked;
+//   - with --webhook-url, both apps register webhook endpoints at a local
+//     receiver (examples/webhook-receiver), each step waits for its
+//     webhooks, and the receiver's output is checked (webhooks.go).
 //
 // It needs a test-mode server with the operator API enabled (the admin
 // token), since it moves the server's clock. `make demo` starts one.
