@@ -19,6 +19,8 @@ import (
 	"github.com/xpromo/xpromo/cli"
 	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/outbox"
+	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/wire"
 )
 
@@ -221,8 +223,18 @@ func TestListen(t *testing.T) {
 	rc.await(t, 2)
 	srv.advance(time.Minute)
 	e.ok("admin", "suspend", app.appID, "--reason", "complaints")
-	got := rc.await(t, 3)
-	waitFor(t, func() bool { return strings.Count(stdout.String(), "\n") == 3 })
+	rc.await(t, 3)
+	// An event that commits late (PostgreSQL can do that): stamped 5
+	// seconds before the last one, written after the listener's cursor
+	// passed it. The overlap re-read after the next event finds it.
+	late := outbox.New(app.appID, xpromo.EventScoreUpdated, xpromo.ScoreEventData{Score: xpromo.Score{Status: "late", Reasons: []string{}}},
+		srv.clock.Now().Add(-5*time.Second))
+	require.NoError(t, srv.store.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertOutbox(ctx, []outbox.Event{late})
+	}))
+	e.ok("admin", "reinstate", app.appID) // same instant: the overlap (10 s) covers the late one
+	got := rc.await(t, 5)
+	waitFor(t, func() bool { return strings.Count(stdout.String(), "\n") == 5 })
 	res := stop()
 	require.Equal(t, cli.ExitOK, res.code, "Ctrl-C is the normal way out\n%s", res)
 	assert.Contains(t, stderr.String(), "Ready! Your webhook signing secret is "+secret)
@@ -244,25 +256,30 @@ func TestListen(t *testing.T) {
 		require.NoError(t, json.Unmarshal(ev.Data, &sc))
 		statuses = append(statuses, sc.Score.Status)
 	}
-	assert.Equal(t, []xpromo.AppStatus{"pending", "approved", "suspended"}, statuses, "in order of occurrence")
+	require.Len(t, statuses, 5)
+	assert.Equal(t, []xpromo.AppStatus{"pending", "approved", "suspended"}, statuses[:3], "in order of occurrence")
+	// The late commit is behind the cursor: only the overlap re-read finds
+	// it (right after the suspension's event, or after the next one).
+	assert.ElementsMatch(t, []xpromo.AppStatus{"approved", "late"}, statuses[3:])
 	for id, k := range ids {
 		assert.Equal(t, 1, k, "%s forwarded once, whatever the overlap re-reads", id)
 	}
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-	require.Len(t, lines, 3, res.stdout)
+	require.Len(t, lines, 5, res.stdout)
 	for _, l := range lines {
 		assert.Contains(t, l, "score.updated")
 		assert.Contains(t, l, "→ [200] POST "+rc.URL+"/hooks")
 	}
 	assert.Contains(t, lines[2], "status suspended")
+	assert.Contains(t, lines[3]+lines[4], late.ID)
 
 	// A fresh secret when none is given; a failing receiver's answer is
 	// shown; --events filters; --json prints the events as the API does.
 	bad := newReceiver(t, http.StatusInternalServerError)
 	stdout, stderr, stop = e.listen("--since", "2026-11-21T00:00:00Z", "--forward-to", bad.URL, "--events", "score.updated", "--json")
-	got = bad.await(t, 3)
+	got = bad.await(t, 5)
 	waitFor(t, func() bool {
-		return strings.Count(stdout.String(), "\n") == 3 && strings.Count(stderr.String(), "[500]") == 3
+		return strings.Count(stdout.String(), "\n") == 5 && strings.Count(stderr.String(), "[500]") == 5
 	})
 	res = stop()
 	require.Equal(t, cli.ExitOK, res.code, "%s", res)
@@ -275,7 +292,7 @@ func TestListen(t *testing.T) {
 	}
 	assert.Contains(t, res.stderr, "→ [500] POST "+bad.URL+": receiver says no")
 	jsonLines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.Len(t, jsonLines, 3)
+	require.Len(t, jsonLines, 5)
 	for _, l := range jsonLines {
 		var ev xpromo.Event
 		require.NoError(t, json.Unmarshal([]byte(l), &ev), l)
