@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -212,8 +211,9 @@ func (l *listener) handle(ctx context.Context, evs []xpromo.Event) error {
 		}
 		result := ""
 		if l.forwardTo != "" {
-			result = l.forward(ctx, ev.ID, body)
-			if err := ctx.Err(); err != nil && strings.Contains(result, "[ERR]") {
+			var answered bool
+			result, answered = l.forward(ctx, ev.ID, body)
+			if err := ctx.Err(); err != nil && !answered {
 				return err // interrupted mid-forward: stop without a line
 			}
 		}
@@ -238,16 +238,17 @@ func (l *listener) handle(ctx context.Context, evs []xpromo.Event) error {
 }
 
 // forward POSTs one event to the local URL, signed, and describes the
-// answer: "→ [200] POST http://…" or "→ [ERR] …".
-func (l *listener) forward(ctx context.Context, id string, body []byte) string {
+// outcome: "→ [200] POST http://…", or "→ [ERR] …" when no answer came
+// (answered false).
+func (l *listener) forward(ctx context.Context, id string, body []byte) (result string, answered bool) {
 	now := time.Now()
 	sig, err := webhook.Sign(l.secret, id, now, body)
 	if err != nil {
-		return "→ [ERR] signing: " + err.Error()
+		return "→ [ERR] signing: " + err.Error(), false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.forwardTo, bytes.NewReader(body))
 	if err != nil {
-		return "→ [ERR] " + err.Error()
+		return "→ [ERR] " + err.Error(), false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "xpromo-cli/"+Version+" (listen)")
@@ -256,7 +257,7 @@ func (l *listener) forward(ctx context.Context, id string, body []byte) string {
 	req.Header.Set(webhook.HeaderSignature, sig)
 	resp, err := l.http.Do(req)
 	if err != nil {
-		return "→ [ERR] POST " + l.forwardTo + ": " + oneLine(err.Error())
+		return "→ [ERR] POST " + l.forwardTo + ": " + oneLine(err.Error()), false
 	}
 	defer resp.Body.Close()
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, forwardExcerpt))
@@ -266,7 +267,7 @@ func (l *listener) forward(ctx context.Context, id string, body []byte) string {
 			out += ": " + s
 		}
 	}
-	return out
+	return out, true
 }
 
 // stopped ends the run: Ctrl-C (the context ended) is the normal way out,
