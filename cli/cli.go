@@ -167,6 +167,9 @@ profile in the config file (written by "xpromo apps register"), then defaults.
 		r.statsCommand(),
 		r.payoutCommand(),
 		r.keysCommand(),
+		r.webhooksCommand(),
+		r.eventsCommand(),
+		r.listenCommand(),
 		r.adminCommand(),
 		r.configCommand(),
 	)

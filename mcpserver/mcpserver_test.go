@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 12 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 20 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -134,6 +134,15 @@ func TestToolsList(t *testing.T) {
 		"get_ledger":            {true, false, true, false},
 		"get_stats":             {true, false, true, false},
 		"request_payout":        {false, true, false, true},
+		// Webhooks: redelivery makes the server POST to the receiver.
+		"create_webhook_endpoint": {false, false, false, false},
+		"list_webhook_endpoints":  {true, false, true, false},
+		"update_webhook_endpoint": {false, false, true, false},
+		"delete_webhook_endpoint": {false, true, false, false},
+		"rotate_webhook_secret":   {false, false, false, false},
+		"list_webhook_attempts":   {true, false, true, false},
+		"redeliver_webhook":       {false, false, false, true},
+		"list_events":             {true, false, true, false},
 	}
 	for _, tl := range list.Tools {
 		a := tl.Annotations

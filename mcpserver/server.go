@@ -31,7 +31,7 @@ A failed call returns isError with one text content, the API's Error body {"erro
 
 Resources (xpromo://rate-card, xpromo://apps/{app_id}/ledger, …) read the same documents; the prompts walk through registering, launching a campaign, this month's results and a payout.`
 
-// Server is the xpromo MCP server: the twelve tools of the API, each
+// Server is the xpromo MCP server: the tools of the API (ToolNames), each
 // calling the REST API through the SDK client. Serve it over stdio with
 // ServeStdio or over Streamable HTTP with HTTPHandler.
 type Server struct {

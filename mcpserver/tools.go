@@ -69,19 +69,19 @@ func (t *tool) definition() mcp.Tool {
 	return def
 }
 
-// ToolNames are the tools' names, one per operation of the API document,
-// in the document's order.
-var ToolNames = []string{
+// ToolNames are the tools' names, one per operation of the API document
+// an app's key calls (the webhook tools are in tools_webhooks.go).
+var ToolNames = append([]string{
 	"register_app", "get_score", "get_rate_card", "get_network_stats",
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
-}
+}, webhookToolNames...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
 
 func allTools() []*tool {
-	return []*tool{
+	return append([]*tool{
 		{
 			name:  "register_app",
 			title: "Register an app",
@@ -299,5 +299,5 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}
+	}, webhookTools()...)
 }

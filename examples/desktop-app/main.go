@@ -14,7 +14,10 @@
 //     hours of the server's test clock a heartbeat activates it; the
 //     clearing sweep charges the advertiser and pays the publisher;
 //   - both apps' ledgers and stats, and the chain with its two signatures,
-//     are printed, and the arithmetic of the clearing is checked.
+//     are printed, and the arithmetic of the clearing is checked;
+//   - with --webhook-url, both apps register webhook endpoints at a local
+//     receiver (examples/webhook-receiver), each step waits for its
+//     webhooks, and the receiver's output is checked (webhooks.go).
 //
 // It needs a test-mode server with the operator API enabled (the admin
 // token), since it moves the server's clock. `make demo` starts one.
@@ -108,6 +111,9 @@ func parseFlags(args []string, env func(string) string, stderr io.Writer) (confi
 	category := fs.String("category", "productivity", "rate-card category the publisher sells and the campaign buys")
 	dir := fs.String("dir", "", "directory for both apps' SDK data and the handoff inbox (default: a temporary directory, removed at exit)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the server's /readyz before starting (e.g. 30s)")
+	webhookURL := fs.String("webhook-url", "", "register both apps' webhook endpoints at this receiver URL and wait for each step's webhooks (needs --webhook-secrets-file and --webhook-log)")
+	webhookSecrets := fs.String("webhook-secrets-file", "", "the receiver's secrets file: each endpoint's secret is appended to it")
+	webhookLog := fs.String("webhook-log", "", "the receiver's output: one line per verified event (examples/webhook-receiver)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: desktop-app --base-url URL --admin-token TOKEN [flags]\n\n"+
 			"Plays a publisher app and an advertiser app through the xpromo SDK against a\n"+
@@ -138,6 +144,10 @@ func parseFlags(args []string, env func(string) string, stderr io.Writer) (confi
 		Category:   strings.TrimSpace(*category),
 		Dir:        *dir,
 		Wait:       *wait,
+
+		WebhookURL:     strings.TrimSpace(*webhookURL),
+		WebhookSecrets: *webhookSecrets,
+		WebhookLog:     *webhookLog,
 	}
 	switch {
 	case cfg.BaseURL == "":
@@ -150,6 +160,8 @@ func parseFlags(args []string, env func(string) string, stderr io.Writer) (confi
 		return cfg, errors.New("--category must not be empty")
 	case cfg.Wait < 0:
 		return cfg, errors.New("--wait must not be negative")
+	case (cfg.WebhookURL != "") != (cfg.WebhookSecrets != "") || (cfg.WebhookURL != "") != (cfg.WebhookLog != ""):
+		return cfg, errors.New("--webhook-url, --webhook-secrets-file and --webhook-log go together")
 	}
 	return cfg, nil
 }
@@ -165,4 +177,8 @@ type config struct {
 	Wait time.Duration
 	// Out receives the narration and the report; Log the SDK's warnings.
 	Out, Log io.Writer
+
+	// WebhookURL, when set, is a receiver both apps register endpoints at;
+	// WebhookSecrets is its secrets file and WebhookLog its output.
+	WebhookURL, WebhookSecrets, WebhookLog string
 }

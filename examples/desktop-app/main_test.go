@@ -3,15 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
@@ -214,4 +219,72 @@ func TestParseFlags(t *testing.T) {
 		assert.Equal(t, exitUsage, code, "%v", c.args)
 		assert.Contains(t, stderr.String(), c.want)
 	}
+}
+
+// TestStoryWithWebhooks plays the story with a receiver on this machine,
+// as `make demo` does: the server's webhook worker runs (loopback allowed,
+// test mode only), both apps register endpoints, and the receiver (here a
+// stand-in printing what examples/webhook-receiver prints, verified with
+// sdk/webhook and the secrets file) gets each step's webhooks in order.
+func TestStoryWithWebhooks(t *testing.T) {
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	srv, err := wire.Build(wire.Config{Mode: httpapi.ModeTest, AdminToken: adminToken, BaseURL: ts.URL, WebhooksAllowLoopback: true}, storagetest.SQLite(t))
+	require.NoError(t, err)
+	handler = srv.HTTP
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.RunWebhooks(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	dir := t.TempDir()
+	secrets, logPath := filepath.Join(dir, "secrets"), filepath.Join(dir, "receiver.log")
+	require.NoError(t, os.WriteFile(logPath, nil, 0o600))
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := os.ReadFile(secrets)
+		v, err := webhook.NewVerifier(strings.Fields(string(raw))...)
+		if err != nil {
+			http.Error(w, "no secret yet", http.StatusServiceUnavailable)
+			return
+		}
+		v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			id := r.Header.Get(webhook.HeaderID)
+			mu.Lock()
+			defer mu.Unlock()
+			if !seen[id] {
+				seen[id] = true
+				require.NoError(t, appendLine(logPath, id+" "+string(body)))
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})).ServeHTTP(w, r)
+	}))
+	t.Cleanup(rcv.Close)
+
+	var out, log bytes.Buffer
+	res, err := playStory(ctx, config{
+		BaseURL: ts.URL, AdminToken: adminToken, Category: "productivity", Dir: t.TempDir(), Out: &out, Log: &log,
+		WebhookURL: rcv.URL + "/webhooks", WebhookSecrets: secrets, WebhookLog: logPath,
+	})
+	require.NoError(t, err, "narration:\n%s\nSDK log:\n%s", &out, &log)
+	for _, ch := range checkOutcome(res) {
+		assert.NoError(t, ch.Err, ch.Name)
+	}
+	assert.Contains(t, out.String(), "chain.state_changed + chain.cleared (cleared) → both apps' endpoints")
+	info, err := os.Stat(secrets)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	// The check catches webhooks missing or out of order.
+	o := *res
+	o.Webhooks = slices.DeleteFunc(slices.Clone(res.Webhooks), func(r received) bool {
+		return r.Chain.Chain.State == xpromo.ChainActivated48h && r.Event.AppID == res.Publisher.ID
+	})
+	assert.Error(t, checkWebhooks(&o))
+	o.Webhooks = slices.Clone(res.Webhooks)
+	slices.Reverse(o.Webhooks)
+	assert.Error(t, checkWebhooks(&o))
 }

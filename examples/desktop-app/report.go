@@ -38,6 +38,15 @@ func printReport(w io.Writer, res *outcome) {
 		printTable(w, rows, "lrrll")
 	}
 
+	if res.Webhooks != nil {
+		fmt.Fprintf(w, "\n== Webhooks the receiver verified and printed, in the order they arrived\n\n")
+		rows := [][]string{{"webhook-id", "type", "app", "what"}}
+		for _, r := range res.Webhooks {
+			rows = append(rows, []string{r.ID, string(r.Event.Type), names[r.Event.AppID], webhookSummary(r)})
+		}
+		printTable(w, rows, "llll")
+	}
+
 	fmt.Fprintf(w, "\n== Stats (an app's stats describe it as an advertiser; a publisher's earnings are in its ledger)\n\n")
 	rows := [][]string{{"app", "impressions", "clicks", "installs", "cleared", "retention_48h", "floor_cents", "avg_clearing_price_cents", "fraud_rejected"}}
 	for _, a := range []*app{res.Advertiser, res.Publisher} {
@@ -203,6 +212,9 @@ func checkOutcome(o *outcome) []check {
 	add("the click token verifies with the publisher's registered SDK key", err)
 	_, err = verifyInstall(o, click)
 	add("the install countersignature verifies with the advertiser's registered SDK key", err)
+	if o.Webhooks != nil {
+		add("each app's receiver verified and printed chain.state_changed installed, activated_48h, cleared and chain.cleared, in order, once each", checkWebhooks(o))
+	}
 	add("the advertiser's stats count the cleared install", func() error {
 		s := adv.Stats
 		if s == nil || s.Clicks != 1 || s.Installs != 1 || s.Cleared != 1 {

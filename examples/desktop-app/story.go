@@ -57,6 +57,9 @@ type outcome struct {
 	OfferPriceCents int64
 	// Chain is the install's event chain, as the publisher reads it.
 	Chain xpromo.Chain
+	// Webhooks are the events the receiver printed (nil without
+	// --webhook-url).
+	Webhooks []received
 }
 
 // narrator tells the story on w: who does what.
@@ -129,6 +132,22 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 		}
 		a.EarnMode = got.EarnMode
 		n.say("operator", "approved %s → %s", a.Name, got.Status)
+	}
+
+	var wh *hooks
+	if cfg.WebhookURL != "" {
+		wh = &hooks{url: cfg.WebhookURL, secretsFile: cfg.WebhookSecrets, log: cfg.WebhookLog, n: n}
+		if err := wh.register(ctx, pub, adv); err != nil {
+			return nil, err
+		}
+	}
+	// awaitWebhooks waits for the webhooks of the chain's step, when the
+	// story has a receiver.
+	awaitWebhooks := func(chainID string, state xpromo.ChainState) error {
+		if wh == nil {
+			return nil
+		}
+		return wh.await(ctx, chainID, state)
 	}
 
 	// 2. The advertiser buys installs.
@@ -273,6 +292,9 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 	}
 	n.say("advertiser", "first launch: found the click token through the %s channel, countersigned it with key %s (device %s)", inst.Channel, adv.Key.ID, advSDK.DeviceID())
 	n.say("advertiser", "install claimed: chain %s is %s; the price is held in escrow", inst.ChainID, inst.State)
+	if err := awaitWebhooks(inst.ChainID, xpromo.ChainInstalled); err != nil {
+		return nil, err
+	}
 	if err := heartbeat(ctx, advSDK, xpromo.ChainInstalled); err != nil {
 		return nil, err
 	}
@@ -287,11 +309,17 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 		return nil, err
 	}
 	n.say("advertiser", "heartbeat (seq %d), %s after the install: chain %s", advSDK.Install().HeartbeatSeq, activationDelay, advSDK.Install().State)
+	if err := awaitWebhooks(inst.ChainID, xpromo.ChainActivated48h); err != nil {
+		return nil, err
+	}
 
 	// 7. The clearing.
 	n.section("7. The clearing")
 	chain, err := waitCleared(ctx, n, op, pub, inst.ChainID)
 	if err != nil {
+		return nil, err
+	}
+	if err := awaitWebhooks(inst.ChainID, xpromo.ChainCleared); err != nil {
 		return nil, err
 	}
 
@@ -303,6 +331,11 @@ func playStory(ctx context.Context, cfg config) (*outcome, error) {
 	res := &outcome{
 		Publisher: pub, Advertiser: adv, Category: cfg.Category, TopUpCents: topUpCents,
 		Campaign: campaign, OfferPriceCents: offer.PriceCents, Chain: chain,
+	}
+	if wh != nil {
+		if res.Webhooks, err = wh.read(); err != nil {
+			return nil, fmt.Errorf("reading the receiver's output: %w", err)
+		}
 	}
 	for _, a := range []*app{pub, adv} {
 		for l, err := range a.client.LedgerLines(ctx, a.ID, nil) {

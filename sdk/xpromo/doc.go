@@ -90,6 +90,28 @@
 //	_, err = admin.AdminAdvanceClock(ctx, 48*time.Hour)
 //	swept, err := admin.AdminSweep(ctx)
 //
+// # Webhooks and events
+//
+// An app registers the URLs its events are delivered to
+// (CreateWebhookEndpoint: the answer's Secret is shown once; then
+// ListWebhookEndpoints, GetWebhookEndpoint, UpdateWebhookEndpoint,
+// DeleteWebhookEndpoint, RotateWebhookSecret), reads each endpoint's
+// delivery attempts (ListWebhookAttempts) and sends an event again
+// (Redeliver). Its events of the last 30 days are one page at a time
+// (ListEvents, with Wait a long poll for the next one), all of them
+// (Events, an iterator) or one (GetEvent):
+//
+//	for ev, err := range app.Events(ctx, appID, &xpromo.EventParams{Types: []xpromo.EventType{xpromo.EventChainCleared}}) {
+//		if err != nil {
+//			return err
+//		}
+//		var d xpromo.ChainEventData
+//		_ = json.Unmarshal(ev.Data, &d) // the data's type follows ev.Type
+//	}
+//
+// Package webhook (sdk/webhook) verifies the deliveries; docs/webhooks.md
+// documents each event type.
+//
 // # Wire types
 //
 // The package also holds the wire types of the API (types.go, enums.go,

@@ -15,6 +15,7 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
 // App is a registered app.
@@ -97,6 +98,9 @@ const (
 
 // Tx is what the apps domain needs from a transaction.
 type Tx interface {
+	// Writer appends score.updated events to the outbox.
+	outbox.Writer
+
 	InsertApp(ctx context.Context, a App) error
 	// GetApp returns the app with this id; ok is false when there is none.
 	// With lock, the row stays locked until the transaction ends.
@@ -155,8 +159,8 @@ type RegisterParams struct {
 const ReviewDelay = 24 * time.Hour
 
 // Register validates p and, in one transaction, records the app (pending),
-// its API key, the first status-history row and two queued jobs, scoring and
-// gate. It returns the app, the API key (the only time it exists outside the
+// its API key, the first status-history row, two queued jobs, scoring and
+// gate, and its first score.updated. It returns the app, the API key (the only time it exists outside the
 // caller) and the scoring job.
 func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, Job, error) {
 	p, err := validate(p)
@@ -184,7 +188,10 @@ func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, 
 		if err := tx.InsertJob(ctx, scoring); err != nil {
 			return err
 		}
-		return tx.InsertJob(ctx, gate)
+		if err := tx.InsertJob(ctx, gate); err != nil {
+			return err
+		}
+		return s.scoreUpdated(ctx, tx, app.ID)
 	})
 	if err != nil {
 		return App{}, "", Job{}, err

@@ -624,3 +624,84 @@ func TestScore(t *testing.T) {
 		assert.True(t, apperr.Is(err, apperr.NotFound), "%v", err)
 	})
 }
+
+// scoreEvents returns the scores of the app's score.updated events, oldest
+// first.
+func scoreEvents(t *testing.T, s storage.Store, appID string) []xpromo.Score {
+	t.Helper()
+	var out []xpromo.Score
+	require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		evs, err := tx.AppOutbox(ctx, appID)
+		for _, e := range evs {
+			require.Equal(t, xpromo.EventScoreUpdated, e.Type)
+			var d xpromo.ScoreEventData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			out = append(out, d.Score)
+		}
+		return err
+	}))
+	return out
+}
+
+// TestScoreEvents: registration and every status change write one
+// score.updated, in their transaction, with the score GET /score shows
+// right after; a refused action or a rolled-back transition writes none.
+func TestScoreEvents(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc, clk := newService(s)
+		a, _, _ := register(t, svc)
+		var want []xpromo.Score
+		current := func() xpromo.Score {
+			sc, err := svc.Score(ctx, a.ID)
+			require.NoError(t, err)
+			return sc
+		}
+		want = append(want, current())
+		assert.Equal(t, want, scoreEvents(t, s, a.ID), "registration announces the first score")
+
+		// Refused: nothing.
+		_, err := svc.Act(ctx, a.ID, apps.Reject, "")
+		require.Error(t, err)
+		_, err = svc.Act(ctx, a.ID, apps.Reinstate, "")
+		require.Error(t, err)
+		boom := errors.New("boom")
+		err = s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			if _, err := svc.Transition(ctx, tx, a.ID, xpromo.AppStatusApproved, "gate_passed", apps.ActorGate); err != nil {
+				return err
+			}
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		assert.Equal(t, want, scoreEvents(t, s, a.ID), "refused or rolled back: no event")
+
+		for _, act := range []struct {
+			action apps.Action
+			reason string
+		}{{apps.Reject, "bundle does not match"}, {apps.Review, ""}, {apps.Approve, ""}, {apps.Suspend, "complaints"}, {apps.Reinstate, ""}} {
+			clk.Advance(time.Minute)
+			_, err := svc.Act(ctx, a.ID, act.action, act.reason)
+			require.NoError(t, err, act.action)
+			want = append(want, current())
+			assert.Equal(t, want, scoreEvents(t, s, a.ID), act.action)
+		}
+		statuses := []xpromo.AppStatus{}
+		for _, sc := range want {
+			statuses = append(statuses, sc.Status)
+		}
+		assert.Equal(t, []xpromo.AppStatus{"pending", "rejected", "pending", "approved", "suspended", "approved"}, statuses)
+		assert.Equal(t, apps.ReasonOperatorRejected, want[1].Reasons[0])
+		assert.Contains(t, want[2].Reasons, apps.ReasonGatePending, "review's event shows the jobs it queued")
+
+		// Another domain's transition (trading) writes it in its caller's
+		// transaction.
+		clk.Advance(time.Minute)
+		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			_, err := svc.Transition(ctx, tx, a.ID, xpromo.AppStatusThrottled, "first_trade", apps.ActorMarket)
+			return err
+		}))
+		got := scoreEvents(t, s, a.ID)
+		require.Len(t, got, len(want)+1)
+		assert.Equal(t, current(), got[len(got)-1])
+		assert.Equal(t, xpromo.AppStatusThrottled, got[len(got)-1].Status)
+	})
+}

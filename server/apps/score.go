@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
 // Reason codes this package puts in Score.reasons (docs/apps.md lists them
@@ -48,29 +49,32 @@ var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // booleans come from the latest gate result, the reputation from the latest
 // scoring result, and every gap is explained in reasons.
 func (s *Service) Score(ctx context.Context, appID string) (xpromo.Score, error) {
-	var (
-		app     App
-		jobs    []Job
-		history []StatusChange
-	)
-	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
-		var ok bool
-		var err error
-		if app, ok, err = tx.GetApp(ctx, appID, false); err != nil {
-			return err
-		} else if !ok {
-			return notFound()
-		}
-		if jobs, err = tx.AppJobs(ctx, appID); err != nil {
-			return err
-		}
-		history, err = tx.AppStatusHistory(ctx, appID)
+	var sc xpromo.Score
+	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
+		sc, err = scoreIn(ctx, tx, appID)
 		return err
 	})
+	return sc, err
+}
+
+// scoreIn reads the app's Score inside tx: what GET /score shows, and what
+// score.updated carries when the operation running in tx changed it.
+func scoreIn(ctx context.Context, tx Tx, appID string) (xpromo.Score, error) {
+	app, ok, err := tx.GetApp(ctx, appID, false)
 	if err != nil {
 		return xpromo.Score{}, err
 	}
-
+	if !ok {
+		return xpromo.Score{}, notFound()
+	}
+	jobs, err := tx.AppJobs(ctx, appID)
+	if err != nil {
+		return xpromo.Score{}, err
+	}
+	history, err := tx.AppStatusHistory(ctx, appID)
+	if err != nil {
+		return xpromo.Score{}, err
+	}
 	sc := xpromo.Score{Status: app.Status, NextReviewAt: app.CreatedAt.Add(ReviewDelay)}
 	var reasons []string
 	if n := len(history); n > 0 && history[n-1].To == app.Status &&
@@ -118,6 +122,17 @@ func (s *Service) Score(ctx context.Context, appID string) (xpromo.Score, error)
 	}
 	sc.Reasons = dedupe(reasons)
 	return sc, nil
+}
+
+// scoreUpdated writes score.updated for the app, its score as it stands in
+// tx, in tx: every operation that changes an app's status (or registers
+// it) calls it last, so the event commits with the change it announces.
+func (s *Service) scoreUpdated(ctx context.Context, tx Tx, appID string) error {
+	sc, err := scoreIn(ctx, tx, appID)
+	if err != nil {
+		return err
+	}
+	return tx.InsertOutbox(ctx, []outbox.Event{outbox.New(appID, xpromo.EventScoreUpdated, xpromo.ScoreEventData{Score: sc}, s.now())})
 }
 
 func finished(s xpromo.JobStatus) bool { return s == xpromo.JobSucceeded || s == xpromo.JobFailed }

@@ -64,7 +64,8 @@ func (s *Service) Reinstate(ctx context.Context, tx Tx, appID, reason, actor str
 	return s.move(ctx, tx, a, before, reason, actor)
 }
 
-// move records a's change to status to: the app row and its history row.
+// move records a's change to status to: the app row, its history row and
+// score.updated (the status is part of the score).
 func (s *Service) move(ctx context.Context, tx Tx, a App, to xpromo.AppStatus, reason, actor string) (App, error) {
 	now := s.now()
 	if err := tx.SetAppStatus(ctx, a.ID, to, now); err != nil {
@@ -74,7 +75,7 @@ func (s *Service) move(ctx context.Context, tx Tx, a App, to xpromo.AppStatus, r
 		return App{}, err
 	}
 	a.Status, a.UpdatedAt = to, now
-	return a, nil
+	return a, s.scoreUpdated(ctx, tx, a.ID)
 }
 
 // statusBeforeSuspension is where a suspended app is reinstated to: the
@@ -142,6 +143,16 @@ func (s *Service) Act(ctx context.Context, appID string, action Action, reason s
 		if !ok {
 			return notFound()
 		}
+		if action == Review {
+			// Queued before the move, so the score.updated it writes shows
+			// them (gate_pending, next_review_at); a refused move rolls
+			// them back with it.
+			for _, kind := range []xpromo.JobKind{xpromo.JobScoring, xpromo.JobGate} {
+				if err := tx.InsertJob(ctx, newJob(appID, kind, s.now())); err != nil {
+					return err
+				}
+			}
+		}
 		var a App
 		if action == Reinstate {
 			a, err = s.Reinstate(ctx, tx, appID, reason, ActorAdmin)
@@ -152,13 +163,6 @@ func (s *Service) Act(ctx context.Context, appID string, action Action, reason s
 			return err
 		}
 		to := a.Status
-		if action == Review {
-			for _, kind := range []xpromo.JobKind{xpromo.JobScoring, xpromo.JobGate} {
-				if err := tx.InsertJob(ctx, newJob(appID, kind, a.UpdatedAt)); err != nil {
-					return err
-				}
-			}
-		}
 		detail, err := json.Marshal(map[string]string{"from": string(before.Status), "to": string(to), "reason": reason})
 		if err != nil {
 			return err

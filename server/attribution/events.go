@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"slices"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
@@ -19,12 +20,7 @@ func events(c Chain, prev State, now time.Time, types ...xpromo.EventType) []out
 		data.PreviousState = &ps
 	}
 	var out []outbox.Event
-	seen := map[string]bool{}
-	for _, app := range []string{c.PublisherAppID, c.AdvertiserAppID} {
-		if app == "" || seen[app] {
-			continue
-		}
-		seen[app] = true
+	for _, app := range chainApps(c) {
 		for _, typ := range types {
 			out = append(out, outbox.New(app, typ, data, now))
 		}
@@ -42,11 +38,45 @@ func stateEvents(c Chain, prev State, now time.Time) []outbox.Event {
 }
 
 // rejectionEvents announce a rejection: chain.state_changed (when an
-// existing chain was rejected) and chain.rejected. A refused claim's record
-// names apps only when the server's MAC vouched for them.
+// existing chain was rejected), chain.rejected and, when the reason is a
+// fraud code, fraud.flagged. A refused claim's record names apps only when
+// the server's MAC vouched for them (a record naming none announces
+// nothing: there is no app to tell).
 func rejectionEvents(c Chain, prev State, now time.Time) []outbox.Event {
+	var out []outbox.Event
 	if prev == "" {
-		return events(c, prev, now, xpromo.EventChainRejected)
+		out = events(c, prev, now, xpromo.EventChainRejected)
+	} else {
+		out = events(c, prev, now, xpromo.EventChainStateChanged, xpromo.EventChainRejected)
 	}
-	return events(c, prev, now, xpromo.EventChainStateChanged, xpromo.EventChainRejected)
+	if IsFraud(c.Reason) {
+		out = append(out, fraudEvents(c, prev, now)...)
+	}
+	return out
+}
+
+// fraudEvents announce a fraud refusal, fraud.flagged, to each app the
+// chain names: xpromo.FraudEventData, the reason with the chain.
+func fraudEvents(c Chain, prev State, now time.Time) []outbox.Event {
+	data := xpromo.FraudEventData{Reason: xpromo.ChainReason(c.Reason), Chain: Wire(c)}
+	if prev != "" {
+		ps := xpromo.ChainState(prev)
+		data.PreviousState = &ps
+	}
+	var out []outbox.Event
+	for _, app := range chainApps(c) {
+		out = append(out, outbox.New(app, xpromo.EventFraudFlagged, data, now))
+	}
+	return out
+}
+
+// chainApps are the distinct apps a chain names: publisher, advertiser.
+func chainApps(c Chain) []string {
+	var out []string
+	for _, app := range []string{c.PublisherAppID, c.AdvertiserAppID} {
+		if app != "" && !slices.Contains(out, app) {
+			out = append(out, app)
+		}
+	}
+	return out
 }

@@ -239,6 +239,31 @@ func TestFraudRules(t *testing.T) {
 			assert.Equal(t, wantCounts[code], st.FraudRejected[code], code)
 			assert.NotZero(t, st.FraudRejected[code], "every code is shown: %s", code)
 		}
+
+		// Each recorded refusal told the advertiser with fraud.flagged, in
+		// the transaction of its chain.rejected: one of each per chain.
+		flagged, rejected, flaggedChains := map[string]int64{}, map[string]bool{}, map[string]int{}
+		for _, e := range w.outbox(p.adv) {
+			switch e.Type {
+			case xpromo.EventChainRejected:
+				var d xpromo.ChainEventData
+				require.NoError(t, json.Unmarshal(e.Data, &d))
+				rejected[d.Chain.ChainID] = true
+			case xpromo.EventFraudFlagged:
+				var d xpromo.FraudEventData
+				require.NoError(t, json.Unmarshal(e.Data, &d))
+				require.NotNil(t, d.Chain.Reason)
+				assert.Equal(t, d.Reason, *d.Chain.Reason)
+				assert.Equal(t, xpromo.ChainRejected, d.Chain.State)
+				flagged[string(d.Reason)]++
+				flaggedChains[d.Chain.ChainID]++
+			}
+		}
+		for id, n := range flaggedChains {
+			assert.Equal(t, 1, n, "chain %s flagged once", id)
+			assert.True(t, rejected[id], "chain %s flagged and rejected", id)
+		}
+		assert.Equal(t, wantCounts, flagged, "fraud.flagged by reason")
 		w.verify()
 	})
 }
@@ -284,6 +309,11 @@ func TestPaymentRejections(t *testing.T) {
 		st, err := w.attr.AppStats(w.ctx, p.adv, time.Time{}, w.now())
 		require.NoError(t, err)
 		assert.Empty(t, st.FraudRejected, "payment rejections are not fraud")
+		for _, app := range []string{p.pub, p.adv, poor} {
+			k := kinds(w.outbox(app))
+			assert.NotZero(t, k[xpromo.EventChainRejected], app)
+			assert.Zero(t, k[xpromo.EventFraudFlagged], "payment rejections flag no fraud: %s", app)
+		}
 		w.verify()
 	})
 }

@@ -17,16 +17,21 @@ import (
 	"github.com/xpromo/xpromo/server/outbox"
 )
 
+// kinds counts events by type, leaving out score.updated (apps announce
+// their registration and status changes: TestScoreEvents).
 func kinds(evs []outbox.Event) map[xpromo.EventType]int {
 	out := map[xpromo.EventType]int{}
 	for _, e := range evs {
-		out[e.Type]++
+		if e.Type != xpromo.EventScoreUpdated {
+			out[e.Type]++
+		}
 	}
 	return out
 }
 
 // TestOutbox: each state change writes its events, for both apps, in its
-// transaction; a refused claim whose offer verified tells both apps too.
+// transaction; a refused claim whose offer verified tells both apps too,
+// with fraud.flagged beside chain.rejected.
 func TestOutbox(t *testing.T) {
 	eachWorld(t, attribution.Rules{}, func(t *testing.T, w *world) {
 		p := w.pair("productivity", 0)
@@ -34,6 +39,18 @@ func TestOutbox(t *testing.T) {
 		require.NoError(t, err)
 		for _, app := range []string{p.pub, p.adv} {
 			assert.Equal(t, map[xpromo.EventType]int{xpromo.EventChainStateChanged: 1}, kinds(w.outbox(app)))
+			// The first trade moved both apps to throttled: score.updated,
+			// after registration's and approval's.
+			var statuses []xpromo.AppStatus
+			for _, e := range w.outbox(app) {
+				if e.Type == xpromo.EventScoreUpdated {
+					var d xpromo.ScoreEventData
+					require.NoError(t, json.Unmarshal(e.Data, &d))
+					statuses = append(statuses, d.Score.Status)
+				}
+			}
+			// (Events of one instant have no order between them.)
+			assert.ElementsMatch(t, []xpromo.AppStatus{"pending", "approved", "throttled"}, statuses, app)
 		}
 		w.clock.Advance(49 * time.Hour)
 		_, err = w.heartbeat(p.advKey, p.adv, "dev-1", tok, 1)
@@ -44,8 +61,16 @@ func TestOutbox(t *testing.T) {
 		assertFraud(t, err, attribution.FraudTokenExpired)
 		for _, app := range []string{p.pub, p.adv} {
 			evs := w.outbox(app)
-			assert.Equal(t, map[xpromo.EventType]int{xpromo.EventChainStateChanged: 3, xpromo.EventChainCleared: 1, xpromo.EventChainRejected: 1}, kinds(evs), app)
+			assert.Equal(t, map[xpromo.EventType]int{xpromo.EventChainStateChanged: 3, xpromo.EventChainCleared: 1,
+				xpromo.EventChainRejected: 1, xpromo.EventFraudFlagged: 1}, kinds(evs), app)
 			for _, e := range evs {
+				if e.Type == xpromo.EventFraudFlagged {
+					var fd xpromo.FraudEventData
+					require.NoError(t, json.Unmarshal(e.Data, &fd))
+					assert.Equal(t, xpromo.ChainReason(attribution.FraudTokenExpired), fd.Reason)
+					assert.Nil(t, fd.PreviousState, "a refused claim is recorded rejected at once")
+					assert.Equal(t, p.adv, fd.Chain.AdvertiserAppID)
+				}
 				var pl xpromo.ChainEventData
 				require.NoError(t, json.Unmarshal(e.Data, &pl))
 				if e.Type == xpromo.EventChainCleared {

@@ -169,7 +169,7 @@ func (s *Server) requestPayout(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, xpromo.PayoutResponse{TransferID: p.TransferID, AmountCents: p.AmountCents, PayoutID: p.ID})
+	writeJSON(w, http.StatusOK, p.Wire())
 }
 
 // payoutAccount is the body and answer of PUT /v1/admin/apps/{app_id}/payout-account.

@@ -2,6 +2,7 @@ package market_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -441,6 +442,21 @@ func TestTradingRules(t *testing.T) {
 		assert.Equal(t, xpromo.CampaignStatusThrottled, w.status(c))
 		assert.True(t, clearing(), "retention 16/32")
 		assert.Equal(t, xpromo.AppStatusLive, w.appStatus(adv))
+		// Going live is announced with score.updated, in the clearing's
+		// transaction (as the first trade's throttled was).
+		var statuses []xpromo.AppStatus
+		require.NoError(t, s.View(w.ctx, func(ctx context.Context, tx storage.Tx) error {
+			evs, err := tx.AppOutbox(ctx, adv)
+			for _, e := range evs {
+				var d xpromo.ScoreEventData
+				require.NoError(t, json.Unmarshal(e.Data, &d))
+				statuses = append(statuses, d.Score.Status)
+			}
+			return err
+		}))
+		require.NotEmpty(t, statuses)
+		assert.Equal(t, xpromo.AppStatusLive, statuses[len(statuses)-1])
+		assert.Contains(t, statuses, xpromo.AppStatusThrottled)
 		assert.Equal(t, xpromo.CampaignStatusActive, w.status(c), "its campaigns follow at once")
 		assert.False(t, clearing(), "live stays live")
 

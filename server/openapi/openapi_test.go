@@ -576,6 +576,10 @@ var wireTypes = map[string]any{
 	"WebhookAttemptPage":           xpromo.WebhookAttemptPage{},
 	"RedeliverRequest":             xpromo.RedeliverRequest{},
 	"WebhookDelivery":              xpromo.WebhookDelivery{},
+	"ChainEventData":               xpromo.ChainEventData{},
+	"FraudEventData":               xpromo.FraudEventData{},
+	"PayoutEventData":              xpromo.PayoutEventData{},
+	"ScoreEventData":               xpromo.ScoreEventData{},
 }
 
 func schemaNullable(s *openapi3.Schema) bool {

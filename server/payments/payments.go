@@ -19,6 +19,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 )
 
 // Limits, in euro cents.
@@ -81,6 +82,12 @@ type Payout struct {
 	UpdatedAt time.Time // last change; the recovery pass also stamps its claims here
 }
 
+// Wire is the payout as the API shows it (the answer of POST
+// /v1/apps/{app_id}/payout and the data of payout.sent).
+func (p Payout) Wire() xpromo.PayoutResponse {
+	return xpromo.PayoutResponse{TransferID: p.TransferID, AmountCents: p.AmountCents, PayoutID: p.ID}
+}
+
 // Tx is what the payments domain needs from a transaction.
 type Tx interface {
 	// InsertCheckoutSession stores a new session.
@@ -128,6 +135,9 @@ type Tx interface {
 
 	// LedgerTotals is ledger.Reader.Totals inside this transaction.
 	LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error)
+
+	// Writer appends payout.sent to the outbox.
+	outbox.Writer
 }
 
 // WriteTx is the service's read-write transaction: its own tables, the

@@ -14,6 +14,7 @@ import (
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/txunit"
 )
 
@@ -254,7 +255,7 @@ func (s *Service) resolve(ctx context.Context, p Payout, lookup bool) (Payout, e
 }
 
 // finish settles (sent) or returns (failed) a payout's reservation and
-// records the outcome, in one transaction. A payout already finished by
+// records the outcome, with payout.sent when sent, in one transaction. A payout already finished by
 // someone else (the recovery pass, a retry) is returned as it is.
 func (s *Service) finish(ctx context.Context, p Payout, status, transferID, failure string) (Payout, error) {
 	var out Payout
@@ -287,7 +288,16 @@ func (s *Service) finish(ctx context.Context, p Payout, status, transferID, fail
 			return fmt.Errorf("payments: posting %s: %v", op.Key, errs[0])
 		}
 		out.Status, out.TransferID, out.Failure, out.UpdatedAt = status, transferID, failure, now
-		return tx.FinishPayout(ctx, out)
+		if err := tx.FinishPayout(ctx, out); err != nil {
+			return err
+		}
+		if status != PayoutSent {
+			return nil
+		}
+		// Whoever settles it (the request, a retry, the recovery pass)
+		// announces it, once: only the transaction that finds it pending
+		// gets here.
+		return tx.InsertOutbox(ctx, []outbox.Event{outbox.New(out.AppID, xpromo.EventPayoutSent, xpromo.PayoutEventData{Payout: out.Wire()}, now)})
 	})
 	if err != nil {
 		return p, err

@@ -3,6 +3,7 @@ package payments_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,27 @@ func (f *fixture) pendingPayout(t *testing.T, app string) payments.Payout {
 }
 
 var errRollback = errors.New("rolled back on purpose")
+
+// payoutEvents returns the data of the app's payout.sent events, oldest
+// first.
+func (f *fixture) payoutEvents(t *testing.T, app string) []xpromo.PayoutResponse {
+	t.Helper()
+	var out []xpromo.PayoutResponse
+	require.NoError(t, f.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		evs, err := tx.AppOutbox(ctx, app)
+		for _, e := range evs {
+			if e.Type != xpromo.EventPayoutSent {
+				continue
+			}
+			var d xpromo.PayoutEventData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			assert.Equal(t, app, e.AppID)
+			out = append(out, d.Payout)
+		}
+		return err
+	}))
+	return out
+}
 
 func (f *fixture) account(t *testing.T, id string) ledger.Account {
 	t.Helper()
@@ -249,6 +271,8 @@ func TestPayoutOfCashEarnings(t *testing.T) {
 		assert.Equal(t, payments.PayoutSent, p.Status)
 		assert.Equal(t, payments.TestPayoutAccount("app_pub"), p.Destination)
 		assert.Equal(t, p, f.payout(t, p.ID), "the answer is the stored payout")
+		assert.Equal(t, []xpromo.PayoutResponse{{TransferID: p.TransferID, AmountCents: 7000, PayoutID: p.ID}}, f.payoutEvents(t, "app_pub"),
+			"payout.sent, once, with the payout as the API answers it")
 
 		// The wallet's one payout line is the reservation, named after the payout.
 		lines := f.wallet(t, "app_pub")
@@ -273,6 +297,7 @@ func TestPayoutOfCashEarnings(t *testing.T) {
 
 		_, err = f.svc.Payout(ctx, "app_pub")
 		assertCode(t, err, apperr.BelowMinimum, 409)
+		assert.Len(t, f.payoutEvents(t, "app_pub"), 1, "a refused payout announces nothing")
 		f.verify(t)
 	})
 }
@@ -577,12 +602,14 @@ func TestPayoutTransferRefused(t *testing.T) {
 		assert.Equal(t, ledger.TypePayout, ret.Type)
 		assert.Equal(t, int64(7000), ret.Amount)
 		assert.Contains(t, ret.Note, "returned: account closed")
+		assert.Empty(t, f.payoutEvents(t, "app_pub"), "a failed payout is not payout.sent")
 
 		// A refused transfer is final: the app may ask again.
 		f.svc.Provider = good
 		p, err := f.svc.Payout(ctx, "app_pub")
 		require.NoError(t, err)
 		assert.Equal(t, int64(7000), p.AmountCents)
+		assert.Equal(t, []xpromo.PayoutResponse{p.Wire()}, f.payoutEvents(t, "app_pub"))
 		assert.Zero(t, f.balance(t, "app_pub"))
 		f.verify(t)
 	})
@@ -646,6 +673,8 @@ func TestRecoveryAfterCrash(t *testing.T) {
 		res, err := svc.RecoverPayouts(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, payments.RecoveryResult{}, res, "within the grace a pending payout is left to its request")
+		assert.Empty(t, f.payoutEvents(t, before), "pending is not sent")
+		assert.Empty(t, f.payoutEvents(t, after), "pending is not sent, even once transferred")
 
 		f.clock.Advance(payments.DefaultPayoutGrace + time.Second)
 		res, err = svc.RecoverPayouts(ctx)
@@ -662,6 +691,9 @@ func TestRecoveryAfterCrash(t *testing.T) {
 			assert.Len(t, f.clearingLines(t, p.ID), 2, "reserved once, settled once")
 		}
 		assert.Contains(t, logs.String(), "transfer confirmed, payout sent")
+		for _, p := range []payments.Payout{pBefore, pAfter} {
+			assert.Equal(t, []xpromo.PayoutResponse{f.payout(t, p.ID).Wire()}, f.payoutEvents(t, p.AppID), "the recovery pass announces what it settles")
+		}
 
 		// A second pass, later, finds nothing to do.
 		f.clock.Advance(time.Hour)
@@ -816,6 +848,7 @@ func TestConcurrentRecoveries(t *testing.T) {
 			require.True(t, found)
 			assert.Equal(t, tr.TransferID, got.TransferID)
 			assert.Len(t, f.clearingLines(t, p.ID), 2, "reserved once, settled once")
+			assert.Equal(t, []xpromo.PayoutResponse{got.Wire()}, f.payoutEvents(t, p.AppID), "announced once, whoever settled it")
 			assert.Zero(t, f.balance(t, p.AppID))
 		}
 		f.verify(t)

@@ -296,7 +296,12 @@ type Service struct {
 	// Policy is what URLs endpoints may have (http, loopback).
 	Policy URLPolicy
 	Now    func() time.Time
-	Log    *slog.Logger
+	// Wall is the clock of the webhook-timestamp header (nil: Now).
+	// Receivers compare it with their own clock to refuse replays, so it
+	// must be the real time even when Now is a test-mode clock moved
+	// ahead (POST /v1/admin/clock/advance): wire sets time.Now.
+	Wall func() time.Time
+	Log  *slog.Logger
 
 	// Worker settings; zero means the default (worker.go).
 	Timeout     time.Duration // one request
@@ -308,6 +313,13 @@ type Service struct {
 }
 
 func (s *Service) now() time.Time { return s.Now().UTC() }
+
+func (s *Service) wall() time.Time {
+	if s.Wall == nil {
+		return s.now()
+	}
+	return s.Wall().UTC()
+}
 
 func (s *Service) log() *slog.Logger {
 	if s.Log == nil {

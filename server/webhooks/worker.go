@@ -238,9 +238,9 @@ func (s *Service) attempt(ctx context.Context, c Claimed) Result {
 	if err != nil {
 		panic("webhooks: marshalling an event: " + err.Error()) // raw JSON from the store and plain fields
 	}
-	signedAt := s.now()
+	now, signedAt := s.now(), s.wall()
 	var sigs []string
-	for _, secret := range c.Endpoint.secrets(signedAt) {
+	for _, secret := range c.Endpoint.secrets(now) {
 		sig, err := webhook.Sign(secret, c.EventID, signedAt, body)
 		if err != nil {
 			panic("webhooks: signing with a stored secret: " + err.Error()) // secrets are made by newSecret
@@ -252,7 +252,7 @@ func (s *Service) attempt(ctx context.Context, c Claimed) Result {
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.Endpoint.URL, bytes.NewReader(body))
 	a := &Attempt{
 		ID: ids.New("wha"), EndpointID: c.EndpointID, EventID: c.EventID, AppID: c.AppID,
-		Attempt: c.Attempts + 1, AttemptedAt: signedAt,
+		Attempt: c.Attempts + 1, AttemptedAt: now,
 	}
 	var res *http.Response
 	began := time.Now()

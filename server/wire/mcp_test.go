@@ -163,8 +163,8 @@ func registerREST(t *testing.T, a *api, name string) (string, string) {
 	return reg["app_id"].(string), reg["api_key"].(string)
 }
 
-// TestMCPToolsMatchOpenAPI: tools/list over /mcp gives exactly the twelve
-// tools, and each tool's input schema is its operation's parameters and
+// TestMCPToolsMatchOpenAPI: tools/list over /mcp gives exactly the tools
+// of mcpserver.ToolNames, and each tool's input schema is its operation's parameters and
 // body, and its output schema its answer, keyword for keyword (descriptions
 // aside), as openapi.json defines them.
 func TestMCPToolsMatchOpenAPI(t *testing.T) {
@@ -184,7 +184,7 @@ func TestMCPToolsMatchOpenAPI(t *testing.T) {
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&msg))
 	list := msg.Result
-	require.Len(t, list.Tools, 12)
+	require.Len(t, list.Tools, len(mcpserver.ToolNames))
 
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(openapi.Document, &doc))
@@ -222,7 +222,8 @@ func TestMCPToolsMatchOpenAPI(t *testing.T) {
 				for name, s := range body["properties"].(map[string]any) {
 					wantProps[name] = resolve(doc, s)
 				}
-				for _, r := range body["required"].([]any) {
+				required, _ := body["required"].([]any) // PATCH bodies require nothing
+				for _, r := range required {
 					wantRequired = append(wantRequired, r.(string))
 				}
 			}
@@ -238,6 +239,10 @@ func TestMCPToolsMatchOpenAPI(t *testing.T) {
 				guide := map[string]any{"type": "string", "maxLength": float64(1 << 20)}
 				assert.Equal(t, guide, strip(op.answers["200"]["text/markdown"]))
 				assert.Equal(t, guide, strip(out["properties"].(map[string]any)["markdown"]))
+			case "delete_webhook_endpoint":
+				// 204 without a body: the tool says what it did.
+				assert.Empty(t, op.answers["204"], "204 has no content")
+				assert.Equal(t, []any{"deleted", "endpoint_id"}, out["required"])
 			case "top_up":
 				var want []any
 				want = append(want, resolve(doc, op.answers["200"]["application/json"]).(map[string]any)["oneOf"].([]any)...)
@@ -495,6 +500,42 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 	same("get_stats", map[string]any{"app_id": appID, "period": "last_7_days"}, a.do("GET", "/v1/apps/"+appID+"/stats?period=last_7_days", key, nil))
 	same("get_stats", map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/stats", key, nil))
 
+	// Webhooks: the endpoint tools answer as REST does (each secret is
+	// its own), the events and attempts are the same pages.
+	hook := map[string]any{"app_id": appID, "url": "https://hooks.example.com/mcp", "events": []any{"chain.cleared", "score.updated"}, "description": "agent"}
+	ep := ok(t, callTool(t, app, "create_webhook_endpoint", hook)).(map[string]any)
+	restHook := map[string]any{"url": hook["url"], "events": hook["events"], "description": hook["description"]}
+	restEp := a.expect(201, a.do("POST", "/v1/apps/"+appID+"/webhook-endpoints", key, restHook)).json(t)
+	assert.Equal(t, keysOf(restEp), keysOf(ep))
+	assert.True(t, strings.HasPrefix(ep["secret"].(string), "whsec_"), "the secret, shown once")
+	epID := ep["id"].(string)
+	epPath := "/v1/apps/" + appID + "/webhook-endpoints/" + epID
+	same("list_webhook_endpoints", map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/webhook-endpoints", key, nil))
+	events := same("list_events", map[string]any{"app_id": appID, "type": []any{"score.updated"}}, a.do("GET", "/v1/apps/"+appID+"/events?type=score.updated", key, nil)).(map[string]any)
+	evs := events["events"].([]any)
+	require.NotEmpty(t, evs, "registration wrote score.updated")
+	evID := evs[0].(map[string]any)["id"].(string)
+	same("list_events", map[string]any{"app_id": appID, "cursor": events["next_cursor"], "limit": 1, "wait": 0},
+		a.do("GET", "/v1/apps/"+appID+"/events?limit=1&wait=0&cursor="+events["next_cursor"].(string), key, nil))
+	same("update_webhook_endpoint", map[string]any{"app_id": appID, "endpoint_id": epID, "status": "disabled"},
+		a.do("PATCH", epPath, key, map[string]any{"status": "disabled"}))
+	sameError("redeliver_webhook", app, map[string]any{"app_id": appID, "endpoint_id": epID, "event_id": evID},
+		a.do("POST", epPath+"/redeliver", key, map[string]any{"event_id": evID}))
+	same("update_webhook_endpoint", map[string]any{"app_id": appID, "endpoint_id": epID, "status": "enabled", "events": []any{"score.updated"}, "description": ""},
+		a.do("PATCH", epPath, key, map[string]any{"status": "enabled", "events": []any{"score.updated"}, "description": ""}))
+	same("redeliver_webhook", map[string]any{"app_id": appID, "endpoint_id": epID, "event_id": evID},
+		a.do("POST", epPath+"/redeliver", key, map[string]any{"event_id": evID}))
+	same("list_webhook_attempts", map[string]any{"app_id": appID, "endpoint_id": epID, "limit": 5},
+		a.do("GET", epPath+"/attempts?limit=5", key, nil))
+	rot := ok(t, callTool(t, app, "rotate_webhook_secret", map[string]any{"app_id": appID, "endpoint_id": epID})).(map[string]any)
+	assert.NotEqual(t, ep["secret"], rot["secret"])
+	assert.NotNil(t, rot["previous_secret_expires_at"])
+	sameError("update_webhook_endpoint", app, map[string]any{"app_id": appID, "endpoint_id": epID, "url": "https://10.1.2.3/hook"},
+		a.do("PATCH", epPath, key, map[string]any{"url": "https://10.1.2.3/hook"}))
+	assert.Equal(t, map[string]any{"deleted": true, "endpoint_id": epID},
+		ok(t, callTool(t, app, "delete_webhook_endpoint", map[string]any{"app_id": appID, "endpoint_id": epID})))
+	sameError("delete_webhook_endpoint", app, map[string]any{"app_id": appID, "endpoint_id": epID}, a.do("DELETE", epPath, key, nil))
+
 	// request_payout: top-ups are not withdrawable; the same refusal.
 	sameError("request_payout", app, map[string]any{"app_id": appID}, a.do("POST", "/v1/apps/"+appID+"/payout", key, nil))
 
@@ -504,12 +545,17 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 	sameError("get_ledger", app, map[string]any{"app_id": appID, "from": "yesterday"}, a.do("GET", "/v1/apps/"+appID+"/ledger?from=yesterday", key, nil))
 	// A key cannot reach another app, through MCP as over REST.
 	for tool, args := range map[string]map[string]any{
-		"get_score":       {"app_id": otherID},
-		"top_up":          {"app_id": otherID, "amount_cents": 5000},
-		"get_ledger":      {"app_id": otherID},
-		"get_stats":       {"app_id": otherID},
-		"request_payout":  {"app_id": otherID},
-		"create_campaign": merge(campaign, "app_id", otherID),
+		"get_score":               {"app_id": otherID},
+		"top_up":                  {"app_id": otherID, "amount_cents": 5000},
+		"get_ledger":              {"app_id": otherID},
+		"get_stats":               {"app_id": otherID},
+		"request_payout":          {"app_id": otherID},
+		"create_campaign":         merge(campaign, "app_id", otherID),
+		"list_events":             {"app_id": otherID},
+		"create_webhook_endpoint": merge(hook, "app_id", otherID),
+		"list_webhook_endpoints":  {"app_id": otherID},
+		"update_webhook_endpoint": {"app_id": otherID, "endpoint_id": restEp["id"], "status": "disabled"},
+		"list_webhook_attempts":   {"app_id": appID, "endpoint_id": "we_of_nobody"},
 	} {
 		e := failed(t, callTool(t, app, tool, args))
 		assert.Equal(t, "not_found", e["code"], tool)
@@ -583,6 +629,18 @@ func TestMCPArgumentErrorsMatchREST(t *testing.T) {
 		{"create_campaign", merge(campaign, "app_id", strings.Repeat("a", 65)), a.do("POST", "/v1/campaigns", key, merge(campaign, "app_id", strings.Repeat("a", 65)))},
 		{"top_up", map[string]any{"app_id": appID, "amount_cents": 10_000_001}, a.do("POST", "/v1/apps/"+appID+"/top-up", key, map[string]any{"amount_cents": 10_000_001})},
 		{"get_score", map[string]any{"app_id": strings.Repeat("a", 65)}, a.do("GET", "/v1/apps/"+strings.Repeat("a", 65)+"/score", key, nil)},
+		// Webhooks and events.
+		{"create_webhook_endpoint", map[string]any{"app_id": appID, "url": "https://hooks.example.com/x", "events": []any{"chain.exploded"}},
+			a.do("POST", "/v1/apps/"+appID+"/webhook-endpoints", key, map[string]any{"url": "https://hooks.example.com/x", "events": []any{"chain.exploded"}})},
+		{"create_webhook_endpoint", map[string]any{"app_id": appID, "url": "https://hooks.example.com/" + strings.Repeat("x", 2048), "events": []any{"payout.sent"}},
+			a.do("POST", "/v1/apps/"+appID+"/webhook-endpoints", key, map[string]any{"url": "https://hooks.example.com/" + strings.Repeat("x", 2048), "events": []any{"payout.sent"}})},
+		{"create_webhook_endpoint", map[string]any{"app_id": appID, "url": "https://hooks.example.com/x", "events": []any{"payout.sent"}, "description": strings.Repeat("d", 257)},
+			a.do("POST", "/v1/apps/"+appID+"/webhook-endpoints", key, map[string]any{"url": "https://hooks.example.com/x", "events": []any{"payout.sent"}, "description": strings.Repeat("d", 257)})},
+		{"list_events", map[string]any{"app_id": appID, "limit": 0}, a.do("GET", "/v1/apps/"+appID+"/events?limit=0", key, nil)},
+		{"list_events", map[string]any{"app_id": appID, "wait": 31}, a.do("GET", "/v1/apps/"+appID+"/events?wait=31", key, nil)},
+		{"list_events", map[string]any{"app_id": appID, "type": []any{"nope"}}, a.do("GET", "/v1/apps/"+appID+"/events?type=nope", key, nil)},
+		{"list_events", map[string]any{"app_id": appID, "since": "yesterday"}, a.do("GET", "/v1/apps/"+appID+"/events?since=yesterday", key, nil)},
+		{"list_webhook_attempts", map[string]any{"app_id": appID, "endpoint_id": "we_x", "limit": 101}, a.do("GET", "/v1/apps/"+appID+"/webhook-endpoints/we_x/attempts?limit=101", key, nil)},
 	}
 	for _, tc := range cases {
 		require.GreaterOrEqual(t, tc.rest.Status, 400, "%s %v: REST accepted it: %s", tc.tool, tc.args, tc.rest.Body)

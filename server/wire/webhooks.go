@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/outbound"
@@ -30,6 +31,7 @@ func webhooksService(cfg Config, store storage.Store) (*webhooks.Service, error)
 		Client: webhooks.NewClient(opts),
 		Policy: webhooks.URLPolicy{Options: opts},
 		Now:    cfg.Now,
+		Wall:   time.Now,
 		Log:    cfg.Logger,
 	}, nil
 }
