@@ -93,15 +93,26 @@ func checkArguments(params []param, args map[string]any) (badArgument, bool) {
 		}
 		ok := jsonType(v) == want
 		if p.in == inQuery {
-			_, isObject := v.(map[string]any)
-			_, isArray := v.([]any)
-			ok = v != nil && !isObject && !isArray
+			ok = queryText(v)
+			// An array parameter (list_events' type) repeats in the query:
+			// each item must be text.
+			if items, isArray := v.([]any); isArray && p.schema["type"] == "array" {
+				ok = !slices.ContainsFunc(items, func(v any) bool { return !queryText(v) })
+			}
 		}
 		if !ok {
 			return badArgument{codeInvalidType, fmt.Sprintf("field %q must be a %s, not %s", p.name, want, jsonType(v))}, true
 		}
 	}
 	return badArgument{}, false
+}
+
+// queryText reports whether v can be a query value: not null, an object or
+// an array.
+func queryText(v any) bool {
+	_, isObject := v.(map[string]any)
+	_, isArray := v.([]any)
+	return v != nil && !isObject && !isArray
 }
 
 func jsonType(v any) string {
@@ -171,10 +182,16 @@ func (a arguments) query() url.Values {
 	q := url.Values{}
 	for _, p := range a.params {
 		if v, ok := a.values[p.name]; ok && p.in == inQuery {
-			if s, isString := v.(string); isString {
-				q.Set(p.name, s)
-			} else {
-				q.Set(p.name, fmt.Sprint(v))
+			vs, isList := v.([]any) // an array parameter: the name repeats
+			if !isList {
+				vs = []any{v}
+			}
+			for _, v := range vs {
+				if s, isString := v.(string); isString {
+					q.Add(p.name, s)
+				} else {
+					q.Add(p.name, fmt.Sprint(v))
+				}
 			}
 		}
 	}

@@ -2,7 +2,8 @@ package mcpserver
 
 import (
 	"context"
-	"time"
+	"net/http"
+	"net/url"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
@@ -32,12 +33,6 @@ const (
 	maxWaitSeconds       = 30
 )
 
-// Codes of the webhook operations.
-const (
-	codeInvalidEventType = "invalid_event_type"
-	codeInvalidDuration  = "invalid_duration"
-)
-
 func eventTypeSchema() schema {
 	values := make([]string, len(xpromo.EventTypes))
 	for i, t := range xpromo.EventTypes {
@@ -47,22 +42,22 @@ func eventTypeSchema() schema {
 }
 
 func endpointIDParam() param {
-	return param{name: "endpoint_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": xpromo.CodeNotFound},
+	return param{name: "endpoint_id", required: true, in: inPath,
 		schema: nonEmpty(maxIDLength, "The endpoint's id (id of create_webhook_endpoint, we_…). Another app's endpoint answers not_found.")}
 }
 
 func webhookURLParam(required bool) param {
-	return param{name: "url", required: required, code: codeInvalidURL,
+	return param{name: "url", required: required,
 		schema: str(maxURLLength, "Where the events are POSTed: an absolute https URL (http too on a test-mode server) without user name, password or fragment, on the public internet (private, loopback and metadata addresses answer webhook_url_forbidden).")}
 }
 
-func eventTypesParam(name string, required bool, desc string) param {
-	return param{name: name, required: required, code: codeInvalidEventType,
+func eventTypesParam(name string, required bool, in where, desc string) param {
+	return param{name: name, required: required, in: in,
 		schema: array(eventTypeSchema(), len(xpromo.EventTypes), desc)}
 }
 
 func descriptionParam() param {
-	return param{name: "description", code: codeTooLong, schema: str(maxDescriptionLength, "A note for people, at most 256 characters.")}
+	return param{name: "description", schema: str(maxDescriptionLength, "A note for people, at most 256 characters.")}
 }
 
 // webhookEndpointSchema is a WebhookEndpoint; the secret is present only in
@@ -171,16 +166,15 @@ func webhookTools() []*tool {
 			params: []param{
 				appIDParam(),
 				webhookURLParam(true),
-				eventTypesParam("events", true, "The event types it receives, 1 to 6, each once."),
+				eventTypesParam("events", true, inBody, "The event types it receives, 1 to 6, each once."),
 				descriptionParam(),
 				idempotencyKeyParam(),
 			},
 			output: webhookEndpointSchema(),
 			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: false},
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				out, err := c.CreateWebhookEndpoint(ctx, a.str("app_id"), &xpromo.CreateWebhookEndpointRequest{
-					URL: a.str("url"), Events: a.eventTypes("events"), Description: a.str("description"),
-				}, opts...)
+				out := new(xpromo.WebhookEndpoint)
+				err := c.Do(ctx, http.MethodPost, endpointsPath(a), a.body(), out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -205,34 +199,15 @@ func webhookTools() []*tool {
 				appIDParam(),
 				endpointIDParam(),
 				webhookURLParam(false),
-				eventTypesParam("events", false, "The event types it receives instead, 1 to 6, each once."),
+				eventTypesParam("events", false, inBody, "The event types it receives instead, 1 to 6, each once."),
 				descriptionParam(),
-				{name: "status", code: codeInvalidType, schema: enum("enabled or disabled.", "enabled", "disabled")},
+				{name: "status", schema: enum("enabled or disabled.", "enabled", "disabled")},
 			},
 			output: webhookEndpointSchema(),
 			hints:  reversible,
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				var req xpromo.UpdateWebhookEndpointRequest
-				if a.has("url") {
-					u := a.str("url")
-					req.URL = &u
-				}
-				if a.has("events") {
-					req.Events = a.eventTypes("events")
-					if len(req.Events) == 0 {
-						// The SDK cannot send an empty list; the API refuses one.
-						return answer{}, badArgument{codeInvalidEventType, "events must list 1 to 6 event types"}
-					}
-				}
-				if a.has("description") {
-					d := a.str("description")
-					req.Description = &d
-				}
-				if a.has("status") {
-					st := xpromo.WebhookEndpointStatus(a.str("status"))
-					req.Status = &st
-				}
-				out, err := c.UpdateWebhookEndpoint(ctx, a.str("app_id"), a.str("endpoint_id"), &req, opts...)
+				out := new(xpromo.WebhookEndpoint)
+				err := c.Do(ctx, http.MethodPatch, endpointsPath(a)+"/"+url.PathEscape(a.str("endpoint_id")), a.body(), out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -273,24 +248,17 @@ func webhookTools() []*tool {
 			params: []param{
 				appIDParam(),
 				endpointIDParam(),
-				{name: "event_id", code: codeTooLong, schema: str(maxIDLength, "Optional: only the attempts of this event.")},
-				{name: "limit", code: codeInvalidLimit, schema: withDesc(
+				{name: "event_id", in: inQuery, schema: str(maxIDLength, "Optional: only the attempts of this event.")},
+				{name: "limit", in: inQuery, schema: withDesc(
 					schema{"type": "integer", "minimum": 1, "maximum": maxAttemptLimit, "default": defaultAttemptLimit},
 					"Optional: attempts per page, 1 to 100 (20 when omitted).")},
-				{name: "cursor", code: codeInvalidCursor, schema: nonEmpty(maxCursorLength, "Optional: next_cursor of the previous page.")},
+				{name: "cursor", in: inQuery, schema: nonEmpty(maxCursorLength, "Optional: next_cursor of the previous page.")},
 			},
 			output: webhookAttemptPageSchema(),
 			hints:  read,
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				p := &xpromo.WebhookAttemptParams{EventID: a.str("event_id"), Cursor: a.str("cursor")}
-				if a.has("limit") {
-					limit, err := a.int64("limit")
-					if err != nil {
-						return answer{}, err
-					}
-					p.Limit = int(limit)
-				}
-				out, err := c.ListWebhookAttempts(ctx, a.str("app_id"), a.str("endpoint_id"), p, opts...)
+				out := new(xpromo.WebhookAttemptPage)
+				err := c.Do(ctx, http.MethodGet, endpointsPath(a)+"/"+url.PathEscape(a.str("endpoint_id"))+"/attempts?"+a.query().Encode(), nil, out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -302,13 +270,14 @@ func webhookTools() []*tool {
 			params: []param{
 				appIDParam(),
 				endpointIDParam(),
-				{name: "event_id", required: true, code: codeMissingField, codes: map[string]string{"maxLength": codeTooLong}, schema: str(maxIDLength, "The event to deliver again (id of list_events).")},
+				{name: "event_id", required: true, schema: str(maxIDLength, "The event to deliver again (id of list_events).")},
 				idempotencyKeyParam(),
 			},
 			output: webhookDeliverySchema(),
 			hints:  hints{readOnly: false, destructive: false, idempotent: false, openWorld: true},
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				out, err := c.Redeliver(ctx, a.str("app_id"), a.str("endpoint_id"), a.str("event_id"), opts...)
+				out := new(xpromo.WebhookDelivery)
+				err := c.Do(ctx, http.MethodPost, endpointsPath(a)+"/"+url.PathEscape(a.str("endpoint_id"))+"/redeliver", a.body(), out, opts...)
 				return answer{value: out}, err
 			},
 		},
@@ -319,53 +288,28 @@ func webhookTools() []*tool {
 				"next_cursor is always present: call again with cursor set to it to read what follows; with wait (seconds, up to 30) a call that finds nothing new waits for the next event." + keyNote,
 			params: []param{
 				appIDParam(),
-				eventTypesParam("type", false, "Optional: only these event types."),
-				{name: "since", code: codeInvalidDate, schema: dateTime("Optional: events at or after this time (RFC 3339); 30 days ago when omitted, never earlier. Ignored with cursor.")},
-				{name: "cursor", code: codeInvalidCursor, schema: nonEmpty(maxCursorLength, "Optional: next_cursor of the previous page.")},
-				{name: "limit", code: codeInvalidLimit, schema: withDesc(
+				eventTypesParam("type", false, inQuery, "Optional: only these event types."),
+				{name: "since", in: inQuery, schema: dateTime("Optional: events at or after this time (RFC 3339); 30 days ago when omitted, never earlier. Ignored with cursor.")},
+				{name: "cursor", in: inQuery, schema: nonEmpty(maxCursorLength, "Optional: next_cursor of the previous page.")},
+				{name: "limit", in: inQuery, schema: withDesc(
 					schema{"type": "integer", "minimum": 1, "maximum": maxEventLimit, "default": defaultEventLimit},
 					"Optional: events per page, 1 to 1000 (100 when omitted).")},
-				{name: "wait", code: codeInvalidDuration, schema: withDesc(
+				{name: "wait", in: inQuery, schema: withDesc(
 					schema{"type": "integer", "minimum": 0, "maximum": maxWaitSeconds, "default": 0},
 					"Optional: seconds to wait for an event when none follows the cursor yet (a long poll).")},
 			},
 			output: eventPageSchema(),
 			hints:  read,
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
-				p := &xpromo.EventParams{Types: a.eventTypes("type"), Cursor: a.str("cursor")}
-				if a.has("since") {
-					since, err := time.Parse(time.RFC3339Nano, a.str("since"))
-					if err != nil {
-						return answer{}, badArgument{codeInvalidDate, "since must be an RFC 3339 time, like 2026-11-21T09:00:00Z"}
-					}
-					p.Since = since
-				}
-				if a.has("limit") {
-					n, err := a.int64("limit")
-					if err != nil {
-						return answer{}, err
-					}
-					p.Limit = int(n)
-				}
-				if a.has("wait") {
-					n, err := a.int64("wait")
-					if err != nil {
-						return answer{}, err
-					}
-					p.Wait = time.Duration(n) * time.Second
-				}
-				out, err := c.ListEvents(ctx, a.str("app_id"), p, opts...)
+				out := new(xpromo.EventPage)
+				err := c.Do(ctx, http.MethodGet, "/v1/apps/"+url.PathEscape(a.str("app_id"))+"/events?"+a.query().Encode(), nil, out, opts...)
 				return answer{value: out}, err
 			},
 		},
 	}
 }
 
-// eventTypes reads a list of event types (the schema checked each).
-func (a arguments) eventTypes(name string) []xpromo.EventType {
-	var out []xpromo.EventType
-	for _, s := range a.strs(name) {
-		out = append(out, xpromo.EventType(s))
-	}
-	return out
+// endpointsPath is the path of the app's webhook endpoints.
+func endpointsPath(a arguments) string {
+	return "/v1/apps/" + url.PathEscape(a.str("app_id")) + "/webhook-endpoints"
 }
