@@ -162,8 +162,8 @@ func (r *StoreReport) Print(w io.Writer, verbose bool) {
 			wh.Endpoints, wh.Listed, wh.Required, wh.Acked, wh.Missing, wh.Unlisted)
 		fmt.Fprintf(w, "  %d requests: %d answered 500 on purpose, %d refused for a stale timestamp (clock moves), %d duplicates, %d bad signatures, %d mismatched; %d endpoints disabled\n",
 			wh.Requests, wh.FailedOnPurpose, wh.Stale, wh.Duplicates, wh.BadSignatures, wh.Mismatched, wh.Disabled)
-		fmt.Fprintf(w, "  kills during a delivery: %d of the %d aimed at deliveries, %d of the %d aimed at operations; drained in %s (%d clock moves)\n",
-			wh.DeliveryKillsHit, wh.DeliveryKills, during, len(r.Kills), wh.DrainTime.Round(time.Millisecond), wh.ClockMoves)
+		fmt.Fprintf(w, "  kills during a delivery: %d of the %d aimed at deliveries, %d of the %d aimed at operations; waited %s for deliveries (%s at the end), %d clock moves\n",
+			wh.DeliveryKillsHit, wh.DeliveryKills, during, len(r.Kills), wh.DrainTime.Round(time.Millisecond), wh.LastDrain.Round(time.Millisecond), wh.ClockMoves)
 		printList(w, "webhook problems", wh.Problems, verbose)
 	}
 	printList(w, "unresolved operations", r.Unresolved, verbose)
