@@ -9,8 +9,14 @@
 // must be in the ledgers exactly once, no wallet line may be unexplained,
 // and no payout may be left pending (Check).
 //
+// Webhooks too (webhooks.go): each app has an endpoint at a receiver in
+// this process that verifies every delivery; a second kill per cycle falls
+// while the receiver is answering one; at the end every event the events
+// API listed must have arrived, and nothing else.
+//
 // A cycle, on a test-mode server whose clock the harness moves:
 //
+//  0. between kills: the last cycle's events reach the receiver;
 //  1. between kills: the clock moves 49 hours when the last cycle's
 //     installs are due their heartbeat; the publishers' SDKs (sdk/slots)
 //     fill slots and sign clicks; the clock moves 15 seconds;
@@ -21,7 +27,9 @@
 //     server is killed, verified, started again, its clock put back where
 //     the run had it, verified again, and the operations continue,
 //     retried with their keys (which the restarted server takes over from
-//     the killed process at once: no lease to wait out).
+//     the killed process at once: no lease to wait out);
+//  3. once they are answered, the server is killed again while a webhook
+//     delivery is in flight, verified, started and verified again.
 //
 // Everything the run does goes through the same operations, the setup
 // included (without kills), so that every line of every wallet must be

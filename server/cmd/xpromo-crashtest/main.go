@@ -6,7 +6,10 @@
 // definite answer with the same key; then it checks that every
 // acknowledged operation took effect exactly once, that no wallet line is
 // unexplained, that `ledger verify` passed after every kill and restart,
-// and that no payout is left pending.
+// and that no payout is left pending. Each app has a webhook endpoint at a
+// receiver in this process, which verifies every delivery; a second kill
+// per cycle falls during a delivery; every event the events API lists must
+// reach the receiver, and nothing else.
 //
 //	xpromo-crashtest -server ./bin/xpromo-server -cycles 20 -stores sqlite,postgres
 //
