@@ -610,6 +610,10 @@ func (h *harness) killAndRestart(ctx context.Context, cycle int, k Kill, inFligh
 	}
 	k.Verify = append(k.Verify, h.srv.verify(ctx, fmt.Sprintf("after kill %d", cycle)))
 	rt := time.Now()
+	// Until its clock is put back, the new process runs on its own (real
+	// time plus its starting offset): events its background work writes
+	// then are stamped with that time (webhooks.go, restartWindows).
+	defer func() { h.hooks.restarts = append(h.hooks.restarts, window{rt, time.Now()}) }()
 	if err := h.srv.start(ctx); err != nil {
 		return k, fmt.Errorf("restarting the server: %w", err)
 	}

@@ -158,8 +158,8 @@ func (r *StoreReport) Print(w io.Writer, verbose bool) {
 				during++
 			}
 		}
-		fmt.Fprintf(w, "webhooks: %d endpoints; %d events listed, %d due to the endpoints; %d received (answered 2xx), %d missing, %d unlisted\n",
-			wh.Endpoints, wh.Listed, wh.Required, wh.Acked, wh.Missing, wh.Unlisted)
+		fmt.Fprintf(w, "webhooks: %d endpoints; %d events listed, %d due to the endpoints; %d received (answered 2xx), %d missing, %d unlisted (and %d stamped by a restarted server before its clock was put back, past the API's 30 days)\n",
+			wh.Endpoints, wh.Listed, wh.Required, wh.Acked, wh.Missing, wh.Unlisted, wh.StampedAtRestart)
 		fmt.Fprintf(w, "  %d requests: %d answered 500 on purpose, %d refused for a stale timestamp (clock moves), %d duplicates, %d bad signatures, %d mismatched; %d endpoints disabled\n",
 			wh.Requests, wh.FailedOnPurpose, wh.Stale, wh.Duplicates, wh.BadSignatures, wh.Mismatched, wh.Disabled)
 		fmt.Fprintf(w, "  kills during a delivery: %d of the %d aimed at deliveries, %d of the %d aimed at operations; waited %s for deliveries (%s at the end), %d clock moves\n",

@@ -103,8 +103,12 @@ type WebhookReport struct {
 	Mismatched    int // a body whose id, type, app or time differs from the webhook-id or the API's event
 	Missing       int // required events never answered 2xx
 	Unlisted      int // events answered 2xx that the API never listed
-	Disabled      int // endpoints disabled by the end (deliveries dropped)
-	Problems      []string
+	// StampedAtRestart: events answered 2xx that the API never listed,
+	// written by a restarted server before its test clock was put back
+	// (inWindows): explained, not a violation.
+	StampedAtRestart int
+	Disabled         int // endpoints disabled by the end (deliveries dropped)
+	Problems         []string
 }
 
 // Violations counts what must be zero.
@@ -220,6 +224,28 @@ type webhooks struct {
 	recv      *receiver
 	endpoints map[string]xpromo.WebhookEndpoint // by app id
 	listed    map[string]xpromo.Event           // by event id
+	// restarts are the spans of real time from each restart to its clock
+	// being put back.
+	restarts []window
+}
+
+// window is a span of real time.
+type window struct{ from, to time.Time }
+
+// inWindows reports whether t falls in one of the restart windows ws. Until
+// the harness puts its clock back, a restarted server runs on its own
+// clock (real time): an event its background work (the clearing sweep)
+// writes then is stamped with real time, which after two weeks of cycles
+// lies more than 30 days behind the run's test clock, so the events API,
+// which lists 30 days by event time, never shows it (and the purge takes
+// it). A test-mode artifact, not a loss: such events are counted apart.
+func inWindows(t time.Time, ws []window) bool {
+	for _, w := range ws {
+		if !t.Before(w.from.Add(-time.Second)) && !t.After(w.to.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // registerEndpoint gives app an endpoint for every event type at the
@@ -387,13 +413,13 @@ func (h *harness) checkWebhooks(ctx context.Context) (*WebhookReport, error) {
 	defer r.mu.Unlock()
 	rep := r.rep // a copy: the receiver may still get a late duplicate
 	rep.Problems = slices.Clone(rep.Problems)
-	compareWebhooks(&rep, h.hooks.listed, h.requiredEvents(), r.acked, eps)
+	compareWebhooks(&rep, h.hooks.listed, h.requiredEvents(), r.acked, eps, h.hooks.restarts)
 	return &rep, nil
 }
 
 // compareWebhooks fills rep's counts and problems from the events listed,
 // those required, those received and the endpoints as they ended.
-func compareWebhooks(rep *WebhookReport, listed map[string]xpromo.Event, required []xpromo.Event, acked map[string]received, endpoints map[string]xpromo.WebhookEndpoint) {
+func compareWebhooks(rep *WebhookReport, listed map[string]xpromo.Event, required []xpromo.Event, acked map[string]received, endpoints map[string]xpromo.WebhookEndpoint, restarts []window) {
 	rep.Endpoints = len(endpoints)
 	rep.Listed, rep.Required, rep.Acked = len(listed), len(required), len(acked)
 	for _, e := range required {
@@ -406,6 +432,8 @@ func compareWebhooks(rep *WebhookReport, listed map[string]xpromo.Event, require
 		got := acked[id]
 		e, ok := listed[id]
 		switch {
+		case !ok && inWindows(got.body.CreatedAt, restarts):
+			rep.StampedAtRestart++
 		case !ok:
 			rep.Unlisted++
 			rep.problem("event %s (%s of %s) was received but the events API never listed it", id, got.body.Type, got.app)

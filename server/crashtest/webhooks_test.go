@@ -30,7 +30,7 @@ func TestCompareWebhooks(t *testing.T) {
 		// Keys in another order, data reformatted: the same event.
 		"evt_1": {app: pub, body: xpromo.Event{ID: "evt_1", Type: xpromo.EventChainCleared, AppID: pub, CreatedAt: at, Data: json.RawMessage(`{ "chain": {"id": "ch_1"} }`)}},
 		"evt_2": {app: pub, body: ev("evt_2")},
-	}, enabled)
+	}, enabled, nil)
 	if clean.Violations() != 0 || clean.Listed != 2 || clean.Required != 2 || clean.Acked != 2 {
 		t.Fatalf("clean run: %+v", clean)
 	}
@@ -42,8 +42,11 @@ func TestCompareWebhooks(t *testing.T) {
 	compareWebhooks(&bad, listed, required, map[string]received{
 		"evt_2": {app: pub, body: other},
 		"evt_9": {app: pub, body: ev("evt_9")},
-	}, map[string]xpromo.WebhookEndpoint{pub: {ID: "we_1", Status: xpromo.WebhookEndpointDisabled, DisabledReason: &reason}})
-	if bad.Missing != 1 || bad.Unlisted != 1 || bad.Mismatched != 1 || bad.Disabled != 1 || bad.Violations() != 4 {
+		// Stamped by a restarted server before its clock was put back.
+		"evt_8": {app: pub, body: xpromo.Event{ID: "evt_8", Type: xpromo.EventChainCleared, AppID: pub, CreatedAt: at.Add(-40 * 24 * time.Hour)}},
+	}, map[string]xpromo.WebhookEndpoint{pub: {ID: "we_1", Status: xpromo.WebhookEndpointDisabled, DisabledReason: &reason}},
+		[]window{{at.Add(-40*24*time.Hour - time.Second), at.Add(-40*24*time.Hour + time.Second)}})
+	if bad.Missing != 1 || bad.Unlisted != 1 || bad.StampedAtRestart != 1 || bad.Mismatched != 1 || bad.Disabled != 1 || bad.Violations() != 4 {
 		t.Fatalf("bad run: %+v", bad)
 	}
 	for _, want := range []string{"evt_1 (chain.cleared of app_pub", "evt_9 (chain.cleared of app_pub) was received but the events API never listed it", "event evt_2 was received as", "endpoint we_1 of app_pub is disabled (failing)"} {
