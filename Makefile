@@ -113,13 +113,15 @@ loadgen: ## load test of fills, install claims and ledger reads over HTTP (LOADG
 # a random moment of each of CRASH_CYCLES cycles, restarts it, retries every
 # unanswered operation with its Idempotency-Key, and fails on any effect lost,
 # applied twice or unexplained, any failed `ledger verify` and any payout
-# left pending. PostgreSQL: a fresh database on the server of
+# left pending; a second kill per cycle falls during a webhook delivery, and
+# the run fails on any event the events API lists that its receiver did not
+# get, correctly signed, or any it got that the API does not list. PostgreSQL: a fresh database on the server of
 # XPROMO_TEST_DATABASE_URL, dropped after. CRASH_ARGS adds flags, e.g.
 # CRASH_ARGS='-crash-ops adjustment,payout -v'.
 CRASH_CYCLES ?= 20
 CRASH_STORES ?= sqlite,postgres
 CRASH_ARGS ?=
-crashtest: ## kill -9 the server under money load on each store; exactly-once checks (CRASH_CYCLES, CRASH_STORES, CRASH_ARGS)
+crashtest: ## kill -9 the server under money load and webhook deliveries on each store; exactly-once and every-event checks (CRASH_CYCLES, CRASH_STORES, CRASH_ARGS)
 	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/xpromo-crashtest-bin.XXXXXX"); trap 'rm -rf "$$bin"' EXIT; \
 	echo "building xpromo-server and xpromo-crashtest..."; \
 	$(GO) build -o "$$bin/" ./server/cmd/xpromo-server ./server/cmd/xpromo-crashtest; \

@@ -18,6 +18,7 @@ import (
 // app is one app the run registered.
 type app struct {
 	ID     string
+	apiKey string
 	client *xpromo.Client // its API key, without retries (the harness retries)
 	setup  *xpromo.Client // its API key, with the SDK's retries (fixtures and reads)
 	key    attribution.KeyPair
@@ -87,8 +88,13 @@ func (h *harness) register(ctx context.Context, role string, i int, category str
 	}
 	a := &app{
 		ID:     reg.AppID,
+		apiKey: reg.APIKey,
 		client: h.admin.With(xpromo.WithAPIKey(reg.APIKey)),
 		setup:  h.setup.With(xpromo.WithAPIKey(reg.APIKey)),
+	}
+	// The endpoint first: every event from here on must reach it.
+	if err := h.registerEndpoint(ctx, a); err != nil {
+		return nil, err
 	}
 	if _, err := h.setup.AdminApproveApp(ctx, a.ID, "crashtest"); err != nil {
 		return nil, fmt.Errorf("approving %s: %w", name, err)

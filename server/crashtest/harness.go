@@ -9,8 +9,14 @@
 // must be in the ledgers exactly once, no wallet line may be unexplained,
 // and no payout may be left pending (Check).
 //
+// Webhooks too (webhooks.go): each app has an endpoint at a receiver in
+// this process that verifies every delivery; a second kill per cycle falls
+// while the receiver is answering one; at the end every event the events
+// API listed must have arrived, and nothing else.
+//
 // A cycle, on a test-mode server whose clock the harness moves:
 //
+//  0. between kills: the last cycle's events reach the receiver;
 //  1. between kills: the clock moves 49 hours when the last cycle's
 //     installs are due their heartbeat; the publishers' SDKs (sdk/slots)
 //     fill slots and sign clicks; the clock moves 15 seconds;
@@ -21,7 +27,9 @@
 //     server is killed, verified, started again, its clock put back where
 //     the run had it, verified again, and the operations continue,
 //     retried with their keys (which the restarted server takes over from
-//     the killed process at once: no lease to wait out).
+//     the killed process at once: no lease to wait out);
+//  3. once they are answered, the server is killed again while a webhook
+//     delivery is in flight, verified, started and verified again.
 //
 // Everything the run does goes through the same operations, the setup
 // included (without kills), so that every line of every wallet must be
@@ -79,6 +87,9 @@ type Config struct {
 	// instead of removing it. A store that failed keeps its work
 	// directory (the server's log) anyway.
 	Keep bool
+	// WebhookFailRate is the share of verified webhook deliveries the
+	// receiver answers 500, so that the server retries them.
+	WebhookFailRate float64
 	// Out receives the progress and the report; Verbose adds every
 	// problem found (else the first few of each store).
 	Out     io.Writer
@@ -128,6 +139,8 @@ type harness struct {
 	// answer). setup is the same with the SDK's retries, for the fixtures
 	// and the reads.
 	admin, setup *xpromo.Client
+	hc           *http.Client // the clients' transport, for the calls the SDK has no method for
+	hooks        webhooks
 	clock        deviceClock
 	offset       time.Duration // how far the run has moved the server's clock
 	gate         *gate
@@ -153,6 +166,7 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 	rep := &StoreReport{Store: store}
 	defer func() { rep.Duration = time.Since(start) }()
 	h := &harness{cfg: cfg, store: store, rep: rep, gate: newGate(), advertisers: map[string]*app{}, claims: map[*Op]claim{}}
+	h.hooks = webhooks{endpoints: map[string]xpromo.WebhookEndpoint{}, listed: map[string]xpromo.Event{}}
 	h.exec = executor{gate: h.gate, retryFor: cfg.RetryFor}
 	h.run = randomHex(4)
 
@@ -205,6 +219,12 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 
 // play is the run: setup, the cycles, the settlement, the checks.
 func (h *harness) play(ctx context.Context) error {
+	recv, err := startReceiver(h.cfg.WebhookFailRate, h.clock.Now)
+	if err != nil {
+		return fmt.Errorf("starting the webhook receiver: %w", err)
+	}
+	defer recv.close()
+	h.hooks.recv = recv
 	if err := h.srv.start(ctx); err != nil {
 		return err
 	}
@@ -215,11 +235,12 @@ func (h *harness) play(ctx context.Context) error {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4 * h.cfg.Workers
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	h.hc = hc
 	base := []xpromo.Option{xpromo.WithAdminToken(h.srv.token), xpromo.WithHTTPClient(hc), xpromo.WithUserAgent("xpromo-crashtest")}
 	h.admin = xpromo.NewClient(h.srv.baseURL(), append(base, xpromo.WithRetries(0))...)
 	h.setup = xpromo.NewClient(h.srv.baseURL(), base...)
 
-	fmt.Fprintf(h.cfg.Out, "crashtest %s: xpromo-server on %s, run %s, work directory %s\n", h.store, h.storeName(), h.run, h.work)
+	fmt.Fprintf(h.cfg.Out, "crashtest %s: xpromo-server on %s, run %s, work directory %s, webhook receiver on %s\n", h.store, h.storeName(), h.run, h.work, recv.url)
 	if err := h.setUp(ctx); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -368,6 +389,14 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	if err := h.srv.alive(); err != nil {
 		return err
 	}
+	// The last cycle's events reach the receiver before this cycle's kills
+	// (the worker's claim in progress when a kill comes is sent again
+	// after its lease): deliveries never pile up across cycles, where the
+	// clock moving two days a cycle would have the 30-day purge take
+	// events still queued.
+	if err := h.drainWebhooks(ctx); err != nil {
+		return fmt.Errorf("waiting for the webhook deliveries: %w", err)
+	}
 	due := h.installed
 	h.installed = nil
 	if len(due) > 0 {
@@ -430,6 +459,10 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	dk, err := h.killDuringDelivery(ctx, n)
+	if err != nil {
+		return err
+	}
 	for _, op := range ops {
 		if op.Kind == KindClaim && op.Outcome == Acknowledged && op.State == xpromo.ChainInstalled {
 			h.installed = append(h.installed, op)
@@ -437,9 +470,9 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	}
 	h.rep.Cycles++
 	h.rep.Kills = append(h.rep.Kills, k)
-	fmt.Fprintf(h.cfg.Out, "crashtest %s: cycle %d/%d: %d operations (%d under the kill); %s, %d in flight; restarted in %s; verify %s; %s\n",
-		h.store, n, h.cfg.Cycles, len(ops), len(loud), k.describe(), k.InFlight,
-		k.Restart.Round(time.Millisecond), k.verdicts(), time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(h.cfg.Out, "crashtest %s: cycle %d/%d: %d operations (%d under the kill); %s, %d in flight, %d webhook deliveries; restarted in %s; verify %s; killed again with %d webhook deliveries in flight, verify %s; %s\n",
+		h.store, n, h.cfg.Cycles, len(ops), len(loud), k.describe(), k.InFlight, k.Delivering,
+		k.Restart.Round(time.Millisecond), k.verdicts(), dk.Delivering, dk.verdicts(), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -449,8 +482,11 @@ type Kill struct {
 	Target   Kind          // the kind of the operation it fell in ("" when none went out)
 	Delay    time.Duration // from that operation going out to the kill
 	InFlight int           // operations between their first attempt and their answer
-	Restart  time.Duration // from the kill to the server answering again, clock put back
-	Verify   []VerifyRun   // after the kill, after the restart
+	// Delivering counts the webhook deliveries the receiver was answering
+	// when the kill came.
+	Delivering int
+	Restart    time.Duration // from the kill to the server answering again, clock put back
+	Verify     []VerifyRun   // after the kill, after the restart
 }
 
 func (k Kill) describe() string {
@@ -568,11 +604,16 @@ func (h *harness) killAndRestart(ctx context.Context, cycle int, k Kill, inFligh
 	h.gate.shut()
 	defer h.gate.reopen()
 	k.InFlight = int(inFlight.Load())
+	k.Delivering = int(h.hooks.recv.inFlight.Load())
 	if err := h.srv.kill(); err != nil {
 		return k, fmt.Errorf("killing the server: %w", err)
 	}
 	k.Verify = append(k.Verify, h.srv.verify(ctx, fmt.Sprintf("after kill %d", cycle)))
 	rt := time.Now()
+	// Until its clock is put back, the new process runs on its own (real
+	// time plus its starting offset): events its background work writes
+	// then are stamped with that time (webhooks.go, restartWindows).
+	defer func() { h.hooks.restarts = append(h.hooks.restarts, window{rt, time.Now()}) }()
 	if err := h.srv.start(ctx); err != nil {
 		return k, fmt.Errorf("restarting the server: %w", err)
 	}
@@ -624,9 +665,10 @@ func (h *harness) settle(ctx context.Context, n int) error {
 	return err
 }
 
-// finish reads every wallet, stops the server, verifies the ledger once
-// more, looks for pending payouts and checks the run's operations against
-// the wallets.
+// finish reads every wallet, waits for the webhook deliveries to drain
+// and compares them with the events API, stops the server, verifies the
+// ledger once more, looks for pending payouts and checks the run's
+// operations against the wallets.
 func (h *harness) finish(ctx context.Context) error {
 	ledgers := map[string][]xpromo.LedgerLine{}
 	for _, a := range h.apps {
@@ -637,6 +679,15 @@ func (h *harness) finish(ctx context.Context) error {
 			ledgers[a.ID] = append(ledgers[a.ID], l)
 		}
 	}
+	// After the wallets: the drain may move the clock.
+	if err := h.drainWebhooks(ctx); err != nil {
+		return fmt.Errorf("draining the webhook deliveries: %w", err)
+	}
+	wh, err := h.checkWebhooks(ctx)
+	if err != nil {
+		return err
+	}
+	h.rep.Webhooks = wh
 	h.closeAgents()
 	h.srv.stop()
 	h.rep.Verifies = append(h.rep.Verifies, h.srv.verify(ctx, "at the end"))

@@ -54,8 +54,9 @@ func (s *server) env() []string {
 }
 
 // start starts the server in test mode and waits until it answers
-// /readyz. Rate limits are far above the load, and loopback is a trusted
-// proxy so that each simulated device claims from its own address.
+// /readyz. Rate limits are far above the load, loopback is a trusted
+// proxy so that each simulated device claims from its own address, and
+// webhook endpoints may be on loopback, where the run's receiver is.
 func (s *server) start(ctx context.Context) error {
 	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -68,6 +69,7 @@ func (s *server) start(ctx context.Context) error {
 		"--log-format", "text", "--log-level", "info",
 		"--rate-read", "100000000", "--rate-write", "100000000",
 		"--trusted-proxies", "127.0.0.1",
+		"--webhooks-allow-loopback", "true", // the receiver is on 127.0.0.1
 	}, s.storeFlags()...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = s.env()

@@ -36,6 +36,9 @@ type StoreReport struct {
 	// PendingPayouts are the apps with a payout still pending at the end.
 	PendingPayouts []string
 	Verifies       []VerifyRun
+	// Webhooks is the receiver's record against the events API; nil when
+	// the run stopped before its checks.
+	Webhooks *WebhookReport
 	// Err is why the run could not be completed (then the checks did not
 	// run).
 	Err error
@@ -80,10 +83,14 @@ func (r *StoreReport) FailedVerifies() int {
 
 // Violations counts everything that must be zero: lost, doubled and
 // unexplained effects, unresolved operations, pending payouts, failed
-// verifies, and a run that could not finish.
+// verifies, webhook events lost, unlisted, tampered or undeliverable, and
+// a run that could not finish.
 func (r *StoreReport) Violations() int {
 	n := sum(r.Findings.Lost) + sum(r.Findings.Doubled) + r.Findings.Unexplained +
 		len(r.Unresolved) + len(r.PendingPayouts) + r.FailedVerifies()
+	if r.Webhooks != nil {
+		n += r.Webhooks.Violations()
+	}
 	if r.Err != nil {
 		n++
 	}
@@ -144,6 +151,21 @@ func (r *StoreReport) Print(w io.Writer, verbose bool) {
 			fmt.Fprintf(w, "  verify %s: exit %d\n    %s\n", v.When, v.Exit, strings.ReplaceAll(v.Output, "\n", "\n    "))
 		}
 	}
+	if wh := r.Webhooks; wh != nil {
+		during := 0
+		for _, k := range r.Kills {
+			if k.Delivering > 0 {
+				during++
+			}
+		}
+		fmt.Fprintf(w, "webhooks: %d endpoints; %d events listed, %d due to the endpoints; %d received (answered 2xx), %d missing, %d unlisted (and %d stamped by a restarted server before its clock was put back, past the API's 30 days)\n",
+			wh.Endpoints, wh.Listed, wh.Required, wh.Acked, wh.Missing, wh.Unlisted, wh.StampedAtRestart)
+		fmt.Fprintf(w, "  %d requests: %d answered 500 on purpose, %d refused for a stale timestamp (clock moves), %d duplicates, %d bad signatures, %d mismatched; %d endpoints disabled\n",
+			wh.Requests, wh.FailedOnPurpose, wh.Stale, wh.Duplicates, wh.BadSignatures, wh.Mismatched, wh.Disabled)
+		fmt.Fprintf(w, "  kills during a delivery: %d of the %d aimed at deliveries, %d of the %d aimed at operations; waited %s for deliveries (%s at the end), %d clock moves\n",
+			wh.DeliveryKillsHit, wh.DeliveryKills, during, len(r.Kills), wh.DrainTime.Round(time.Millisecond), wh.LastDrain.Round(time.Millisecond), wh.ClockMoves)
+		printList(w, "webhook problems", wh.Problems, verbose)
+	}
 	printList(w, "unresolved operations", r.Unresolved, verbose)
 	printList(w, "problems", r.Findings.Problems, verbose)
 	if r.WorkDir != "" {
@@ -155,7 +177,7 @@ func (r *StoreReport) Print(w io.Writer, verbose bool) {
 	if n := r.Violations(); n > 0 {
 		fmt.Fprintf(w, "RESULT %s: FAIL, %d violation(s)\n", r.Store, n)
 	} else {
-		fmt.Fprintf(w, "RESULT %s: PASS: every acknowledged operation applied exactly once, nothing unexplained, nothing pending, every verify clean\n", r.Store)
+		fmt.Fprintf(w, "RESULT %s: PASS: every acknowledged operation applied exactly once, nothing unexplained, nothing pending, every verify clean, every event delivered\n", r.Store)
 	}
 }
 

@@ -6,7 +6,10 @@
 // definite answer with the same key; then it checks that every
 // acknowledged operation took effect exactly once, that no wallet line is
 // unexplained, that `ledger verify` passed after every kill and restart,
-// and that no payout is left pending.
+// and that no payout is left pending. Each app has a webhook endpoint at a
+// receiver in this process, which verifies every delivery; a second kill
+// per cycle falls during a delivery; every event the events API lists must
+// reach the receiver, and nothing else.
 //
 //	xpromo-crashtest -server ./bin/xpromo-server -cycles 20 -stores sqlite,postgres
 //
@@ -51,6 +54,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	adjustments := fs.Int("adjustments", 10, "adjustments per cycle")
 	retryFor := fs.Duration("retry-for", 60*time.Second, "how long one operation is retried (with the same key) before it counts as unresolved")
 	leaseSkip := fs.Duration("lease-skip", 0, "how far each restart moves the test clock past where the run had it; 0 (the default) relies on the server taking over the keys of the killed process at once (holder detection), which a -retry-for under the 60 s lease then proves")
+	failRate := fs.Float64("webhook-fail-rate", 0.1, "share of verified webhook deliveries the receiver answers 500, so that the server retries them (0 to 0.25)")
 	keep := fs.Bool("keep", false, "keep each store's work directory (server log, SQLite file) and PostgreSQL database; a failed store keeps its work directory anyway")
 	verbose := fs.Bool("v", false, "print every problem found, not just the first few")
 	if err := fs.Parse(args); err != nil {
@@ -80,6 +84,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if err != nil {
 		return usage("-crash-ops: %v", err)
 	}
+	if *failRate < 0 || *failRate > 0.25 {
+		return usage("-webhook-fail-rate must be between 0 and 0.25 (eight failed attempts in a row disable an endpoint)")
+	}
 	if *cycles < 0 || *workers < 1 || *claims < 0 || *topups < 0 || *adjustments < 0 || *retryFor <= 0 || *leaseSkip < 0 {
 		return usage("-cycles, -claims, -topups, -adjustments and -lease-skip must not be negative, -workers and -retry-for must be positive")
 	}
@@ -87,7 +94,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	reports, err := crashtest.Run(ctx, crashtest.Config{
 		Server: *server, Stores: storeList, DatabaseURL: *dbURL, Cycles: *cycles, CrashOps: kinds,
 		Workers: *workers, Claims: *claims, TopUps: *topups, Adjustments: *adjustments,
-		RetryFor: *retryFor, LeaseSkip: *leaseSkip, Keep: *keep, Out: stdout, Verbose: *verbose,
+		RetryFor: *retryFor, LeaseSkip: *leaseSkip, WebhookFailRate: *failRate, Keep: *keep, Out: stdout, Verbose: *verbose,
 	})
 	status := 0
 	fmt.Fprintln(stdout)
