@@ -80,8 +80,8 @@ type WebhookReport struct {
 	Requests, Acked, Duplicates int
 	// FailedOnPurpose: verified deliveries answered 500 to exercise
 	// retries. Stale: deliveries refused (400) for a timestamp outside the
-	// tolerance of the receiver's clock, which follows the test clock and
-	// jumps when the run moves it; the server retries them, re-signed.
+	// receiver's tolerance (wall clock, as the server signs); the server
+	// retries them, re-signed.
 	FailedOnPurpose, Stale int
 	// Listed: distinct events the events API listed for the run's apps over
 	// the run (read every cycle: the server purges what is 30 days old, and
@@ -158,7 +158,8 @@ func (r *receiver) trust(app, secret string) error {
 	if err != nil {
 		return err
 	}
-	v.Now = r.now
+	// The server signs webhook-timestamp with the wall clock (not its test
+	// clock: docs/webhooks.md), so the default, time.Now, is the receiver's.
 	r.mu.Lock()
 	r.verifiers[app] = v
 	r.mu.Unlock()
