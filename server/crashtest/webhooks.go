@@ -56,6 +56,9 @@ type receiver struct {
 	// so that retries happen.
 	failRate float64
 	now      func() time.Time // the server's test clock, as the devices follow it
+	// wall is the clock webhook-timestamp is checked against: the server
+	// signs with the wall clock, not its test clock (docs/webhooks.md).
+	wall func() time.Time
 
 	mu        sync.Mutex
 	verifiers map[string]*webhook.Verifier // by app id
@@ -127,7 +130,7 @@ func startReceiver(failRate float64, now func() time.Time) (*receiver, error) {
 		return nil, err
 	}
 	r := &receiver{
-		url: "http://" + ln.Addr().String(), failRate: failRate, now: now,
+		url: "http://" + ln.Addr().String(), failRate: failRate, now: now, wall: time.Now,
 		verifiers: map[string]*webhook.Verifier{}, acked: map[string]received{},
 	}
 	mux := http.NewServeMux()
@@ -158,8 +161,7 @@ func (r *receiver) trust(app, secret string) error {
 	if err != nil {
 		return err
 	}
-	// The server signs webhook-timestamp with the wall clock (not its test
-	// clock: docs/webhooks.md), so the default, time.Now, is the receiver's.
+	v.Now = r.wall
 	r.mu.Lock()
 	r.verifiers[app] = v
 	r.mu.Unlock()

@@ -66,6 +66,7 @@ func TestReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
+	r.wall = func() time.Time { return now }
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	if err := r.trust(pub, secret); err != nil {
 		t.Fatal(err)
