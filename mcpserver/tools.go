@@ -28,9 +28,11 @@ const codeInvalidType = "invalid_type"
 //   - openWorld: it reaches beyond the xpromo service. top_up (a payment
 //     processor's checkout, or an x402 payment settled on chain),
 //     request_payout (a transfer to the app's connected account at the
-//     payment processor) and register_app (the vetting gate looks the domain
-//     up over RDAP, fetches the download URL and emails the contact) do; the
-//     rest read or change only xpromo's own records.
+//     payment processor) and register_app (it queues the vetting gate, whose
+//     checks look the domain up over RDAP, fetch the download URL and email
+//     the contact; the reference server does not run them yet, and the hint
+//     is set already so that an agent's approval rules stay right when it
+//     does) do; the rest read or change only xpromo's own records.
 type hints struct {
 	readOnly, destructive, idempotent, openWorld bool
 }
@@ -86,15 +88,15 @@ func allTools() []*tool {
 			name:  "register_app",
 			title: "Register an app",
 			description: "Register a macOS or Windows app with the network (POST /v1/apps). Returns its app_id and its API key, " +
-				"shown only once: keep it. The app starts pending while the vetting gate checks its domain (at least six months old, over RDAP), " +
-				"its download (must serve bundle_id, signed) and its contact email (a challenge message). Needs no key.",
+				"shown only once: keep it. The app starts pending and its vetting gate job is queued (domain at least six months old, download serving bundle_id, signed, " +
+				"contact email answering a challenge); the reference server does not run the gate's checks yet, so an operator approves or rejects the app. Needs no key.",
 			params: []param{
 				{name: "name", required: true, schema: nonEmpty(200, "Display name of the app.")},
 				{name: "platform", required: true, schema: enum("mac (macOS) or win (Windows).", "mac", "win")},
 				{name: "bundle_id", required: true, schema: nonEmpty(255, "Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
-				{name: "domain", required: true, schema: nonEmpty(253, "The app's web domain, e.g. example.com; must be at least six months old.")},
+				{name: "domain", required: true, schema: nonEmpty(253, "The app's web domain, e.g. example.com; the vetting gate requires it to be at least six months old.")},
 				{name: "download_url", required: true, schema: strFormat("uri", maxURLLength, "Absolute https URL that serves the app's download; it must contain bundle_id.")},
-				{name: "contact_email", required: true, schema: strFormat("email", 254, "Contact address; it must answer a challenge message.")},
+				{name: "contact_email", required: true, schema: strFormat("email", 254, "Contact address; the vetting gate requires it to answer a challenge message.")},
 				{name: "category", schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
 					"Optional: the rate-card category key the app's own slots sell inventory in.")},
 				idempotencyKeyParam(),

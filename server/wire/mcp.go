@@ -21,6 +21,8 @@ const inProcessBaseURL = "http://xpromo.invalid"
 // and browser pages of the base URL's origin and of cfg.MCPAllowedOrigins.
 func mountMCP(cfg Config, srv *httpapi.Server) {
 	c := xpromo.NewClient(inProcessBaseURL,
+		// Not server/outbound: this transport calls the handler directly and
+		// never opens a socket, so there is no address to guard.
 		xpromo.WithHTTPClient(&http.Client{Transport: srv.InProcessTransport()}),
 		xpromo.WithUserAgent("xpromo-mcp/"+mcpserver.Version),
 		// An in-process call has no network to fail, and a rate limit is
