@@ -137,29 +137,19 @@ func (c *Client) LedgerLines(ctx context.Context, appID string, params *LedgerPa
 	if params != nil {
 		p = *params
 	}
-	return func(yield func(LedgerLine, error) bool) {
-		p := p // each iteration starts again from params.Cursor
-		for {
-			page, err := c.GetLedger(ctx, appID, &p, opts...)
-			if err != nil {
-				yield(LedgerLine{}, err)
-				return
-			}
-			for _, l := range page.Lines {
-				if !yield(l, nil) {
-					return
-				}
-			}
-			if page.NextCursor == nil || *page.NextCursor == "" {
-				return
-			}
-			if *page.NextCursor == p.Cursor {
-				yield(LedgerLine{}, fmt.Errorf("xpromo: ledger of %s: the server returned the same cursor twice", appID))
-				return
-			}
-			p.Cursor = *page.NextCursor
+	return paginate(p.Cursor, "ledger of "+appID, func(cursor string) ([]LedgerLine, string, bool, error) {
+		p := p
+		p.Cursor = cursor
+		page, err := c.GetLedger(ctx, appID, &p, opts...)
+		if err != nil {
+			return nil, "", false, err
 		}
-	}
+		next := ""
+		if page.NextCursor != nil {
+			next = *page.NextCursor
+		}
+		return page.Lines, next, next != "", nil
+	})
 }
 
 // RequestPayout transfers the app's withdrawable balance to its connected

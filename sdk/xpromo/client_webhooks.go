@@ -2,7 +2,6 @@ package xpromo
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -169,29 +168,15 @@ func (c *Client) Events(ctx context.Context, appID string, params *EventParams, 
 		p = *params
 	}
 	p.Wait = 0
-	return func(yield func(Event, error) bool) {
-		p := p // each iteration starts again from params
-		for {
-			page, err := c.ListEvents(ctx, appID, &p, opts...)
-			if err != nil {
-				yield(Event{}, err)
-				return
-			}
-			for _, e := range page.Events {
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if !page.HasMore {
-				return
-			}
-			if page.NextCursor == "" || page.NextCursor == p.Cursor {
-				yield(Event{}, fmt.Errorf("xpromo: events of %s: the server announced more events without a new cursor", appID))
-				return
-			}
-			p.Cursor = page.NextCursor
+	return paginate(p.Cursor, "events of "+appID, func(cursor string) ([]Event, string, bool, error) {
+		p := p
+		p.Cursor = cursor
+		page, err := c.ListEvents(ctx, appID, &p, opts...)
+		if err != nil {
+			return nil, "", false, err
 		}
-	}
+		return page.Events, page.NextCursor, page.HasMore, nil
+	})
 }
 
 // GetEvent reads one of the app's events (GET
