@@ -17,10 +17,10 @@ import (
 // wrapping ErrUnparseable.
 func ParseAnswer(content string) (Answer, error) {
 	var wire struct {
-		Known       *bool        `json:"known"`
+		Known       *bool           `json:"known"`
 		Familiarity json.RawMessage `json:"familiarity"`
 		Sentiment   json.RawMessage `json:"sentiment"`
-		Summary     *string      `json:"summary"`
+		Summary     *string         `json:"summary"`
 	}
 	data := bytes.TrimSpace([]byte(content))
 	if len(data) == 0 || data[0] != '{' {
