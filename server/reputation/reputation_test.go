@@ -1,7 +1,9 @@
 package reputation_test
 
 import (
+	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +68,28 @@ func TestReasonCodes(t *testing.T) {
 	assert.True(t, reputation.Retryable(reputation.ReasonAIUnavailable))
 	assert.False(t, reputation.Retryable(reputation.ReasonAIUnparseable))
 	assert.False(t, reputation.Retryable(reputation.ReasonReviewsUnavailablePlatform))
+}
+
+// docs/reputation.md's table of reason codes and Reasons are the same list,
+// in the same order.
+func TestDocsListTheReasonCodes(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/reputation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "| reason code | signal | when | transient |")
+	if !ok {
+		t.Fatal("docs/reputation.md: the reason code table is missing")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	var got []string
+	for _, line := range strings.Split(table, "\n") {
+		if code, ok := strings.CutPrefix(line, "| `"); ok {
+			code, _, _ = strings.Cut(code, "`")
+			got = append(got, code)
+			transient := strings.HasSuffix(strings.TrimSpace(line), "| yes |")
+			assert.Equal(t, reputation.Retryable(code), transient, "%s: transient column", code)
+		}
+	}
+	assert.Equal(t, reputation.Reasons, got)
 }
