@@ -49,6 +49,12 @@ func TestExitCodes(t *testing.T) {
 		e.fails(cli.ExitAuth, "unauthorized", "admin", "audit", "--admin-token", "wrong")
 		noAdmin := newCLI(t, srv)
 		noAdmin.fails(cli.ExitAuth, "missing_admin_token", "admin", "audit")
+		// A server whose admin API is off says so, and how to turn it on.
+		off := newCLI(t, startServer(t, wire.Config{AdminToken: adminOff}))
+		off.vars["XPROMO_ADMIN_TOKEN"] = adminToken
+		r = off.fails(cli.ExitAuth, "admin_api_disabled", "admin", "audit")
+		assert.Contains(t, r.stderr, "XPROMO_ADMIN_TOKEN")
+		assert.NotContains(t, r.stderr, adminToken)
 	})
 	t.Run("not found", func(t *testing.T) {
 		e.fails(cli.ExitNotFound, "not_found", "campaigns", "pause", "cmp_00000000000000000000000000")

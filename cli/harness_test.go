@@ -50,6 +50,11 @@ type server struct {
 	chk   *openapitest.Checker
 }
 
+// adminOff as cfg.AdminToken starts a server whose admin API is off (no
+// admin token), as `make run` does by default.
+const adminOff = "(admin API off)"
+
+// startServer starts wire.New(cfg); an empty cfg.AdminToken means adminToken.
 func startServer(t *testing.T, cfg wire.Config) *server {
 	t.Helper()
 	s := &server{store: storagetest.SQLite(t), clock: &clock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}, chk: openapitest.New(t)}
@@ -59,7 +64,13 @@ func startServer(t *testing.T, cfg wire.Config) *server {
 	if cfg.ReadLimit == 0 {
 		cfg.ReadLimit, cfg.WriteLimit = 10_000, 10_000
 	}
-	cfg.BaseURL, cfg.Now, cfg.AdminToken, cfg.Mode = ts.URL, s.clock.Now, adminToken, httpapi.ModeTest
+	switch cfg.AdminToken {
+	case "":
+		cfg.AdminToken = adminToken
+	case adminOff:
+		cfg.AdminToken = ""
+	}
+	cfg.BaseURL, cfg.Now, cfg.Mode = ts.URL, s.clock.Now, httpapi.ModeTest
 	srv, err := wire.New(cfg, s.store)
 	require.NoError(t, err)
 	handler, s.url = srv, ts.URL

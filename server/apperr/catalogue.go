@@ -20,6 +20,7 @@ const (
 
 	// Requests.
 	Unauthorized          = "unauthorized"
+	AdminAPIDisabled      = "admin_api_disabled"
 	RateLimited           = "rate_limited"
 	MalformedJSON         = "malformed_json"
 	BodyTooLarge          = "body_too_large"
@@ -132,7 +133,8 @@ func init() {
 	def(NotFound, 404, "The resource does not exist, or belongs to another app (the two are indistinguishable).")
 	def(MethodNotAllowed, 405, "The path exists but not with this HTTP method.")
 
-	def(Unauthorized, 401, "The `Authorization: Bearer <API_KEY>` header is missing, malformed, or names no valid key (or the admin token is wrong on the admin surface). The response carries `WWW-Authenticate: Bearer`.")
+	def(Unauthorized, 401, "The `Authorization: Bearer <API_KEY>` header is missing, malformed, or names no valid key (or, on the admin surface of a server with an admin token, the token is missing or wrong). The response carries `WWW-Authenticate: Bearer`.")
+	def(AdminAPIDisabled, 403, "An admin endpoint was called on a server whose admin API is off: it was started without an admin token. Restart `xpromo-server` with `--admin-token` or `XPROMO_ADMIN_TOKEN` set to enable the admin API (its callers then send `Authorization: Bearer <admin token>`).")
 	def(RateLimited, 429, "The key (or, on public endpoints, the IP) used up its request budget; `retry_after` and `Retry-After` say when the window resets.")
 	def(MalformedJSON, 400, "The body is not valid JSON, or holds more than one JSON value.")
 	def(BodyTooLarge, 413, "The body is larger than 1 MiB.")

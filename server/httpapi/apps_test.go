@@ -137,6 +137,30 @@ func TestAppsKeyRotation(t *testing.T) {
 	})
 }
 
+// A server started without an admin token says its admin API is off and how
+// to turn it on, whatever the caller sends: not a 401 that blames the token.
+func TestAdminAPIOff(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		cfg := unlimited
+		cfg.AdminToken = adminOff
+		api := serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), cfg)
+		a := api.register(snip())
+		for _, tok := range []string{"", adminToken, a.APIKey} {
+			for _, r := range []struct{ method, path string }{{"POST", "/v1/admin/apps/" + a.AppID + "/approve"}, {"GET", "/v1/admin/apps/" + a.AppID}, {"GET", "/v1/admin/audit"}} {
+				res := api.do(r.method, r.path, tok, nil)
+				assert.Equal(t, http.StatusForbidden, res.status, "%s %s with %q", r.method, r.path, tok)
+				assert.Equal(t, "admin_api_disabled", res.code(t))
+				var e xpromo.ErrorResponse
+				res.decode(t, &e)
+				assert.Contains(t, e.Error.Message, "--admin-token")
+				assert.Contains(t, e.Error.Message, "XPROMO_ADMIN_TOKEN")
+				assert.Empty(t, res.header.Get("WWW-Authenticate"), "no credentials would help")
+			}
+		}
+		assert.Equal(t, "pending", api.do("GET", "/v1/apps/"+a.AppID+"/score", a.APIKey, nil).json(t)["status"], "nothing changed")
+	})
+}
+
 func TestAppsAdmin(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		api := newAppsAPI(t, s)

@@ -87,12 +87,19 @@ func ownApp(r *http.Request, pathAppID string) (string, error) {
 }
 
 // requireAdmin guards the operators' surface with the configured admin token.
-// With no token configured the admin surface is closed.
+// With no token configured the admin surface is closed, and says so (403
+// admin_api_disabled, with how to enable it) rather than answering 401 as if
+// the caller's token were wrong.
 func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearer(r.Header.Get("Authorization"))
 		token := s.services.AdminToken
-		if !ok || token == "" || subtle.ConstantTimeCompare([]byte(key), []byte(token)) != 1 {
+		if token == "" {
+			s.writeErr(w, r, apperr.New(apperr.AdminAPIDisabled,
+				"the admin API is off on this server: restart xpromo-server with --admin-token or XPROMO_ADMIN_TOKEN set to enable it"))
+			return
+		}
+		key, ok := bearer(r.Header.Get("Authorization"))
+		if !ok || subtle.ConstantTimeCompare([]byte(key), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="xpromo-admin"`)
 			s.writeErr(w, r, apperr.New(apperr.Unauthorized, "the admin surface needs `Authorization: Bearer <admin token>`"))
 			return

@@ -44,6 +44,10 @@ type testServer struct {
 	client *http.Client // checks every exchange against openapi.json
 }
 
+// adminOff as cfg.AdminToken makes serve start a server whose admin API is
+// off (no admin token), as `make run` does by default.
+const adminOff = "(admin API off)"
+
 // serve starts wire.New(cfg) on s with its clock at start. It fills in
 // cfg's Mode (test), BaseURL, Now and, when empty, AdminToken (adminToken).
 func serve(t *testing.T, s storage.Store, start time.Time, cfg wire.Config) *testServer {
@@ -58,8 +62,11 @@ func serve(t *testing.T, s storage.Store, start time.Time, cfg wire.Config) *tes
 	}))
 	t.Cleanup(hs.Close)
 	cfg.Mode, cfg.BaseURL, cfg.Now = httpapi.ModeTest, hs.URL, ts.clock.Now
-	if cfg.AdminToken == "" {
+	switch cfg.AdminToken {
+	case "":
 		cfg.AdminToken = adminToken
+	case adminOff:
+		cfg.AdminToken = ""
 	}
 	srv, err := wire.New(cfg, s)
 	require.NoError(t, err)

@@ -80,3 +80,7 @@ var _ storage.Store = (*sqlite.DB)(nil)
 func TestWebhooksStore(t *testing.T) {
 	storetest.Webhooks(t, func(t *testing.T) storage.Store { return open(t) })
 }
+
+func TestContactStore(t *testing.T) {
+	storetest.Contact(t, func(t *testing.T) storage.Store { return open(t) })
+}

@@ -15,9 +15,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/ledger"
@@ -36,6 +38,7 @@ type Tx interface {
 	attribution.Tx
 	webhooks.Tx
 	jobs.Tx
+	contact.Store
 }
 
 // Store is a database: SQLite or PostgreSQL.
@@ -80,4 +83,55 @@ func adapt[T any](run func(context.Context, func(context.Context, Tx) error) err
 	return func(ctx context.Context, fn func(context.Context, T) error) error {
 		return run(ctx, func(ctx context.Context, tx Tx) error { return fn(ctx, any(tx).(T)) })
 	}
+}
+
+// ContactStore is the contact challenge store (server/gate/contact) over s:
+// each call runs in its own transaction (Update for the writes, View for
+// the reads), as contact.Store's one-statement methods expect.
+func ContactStore(s Store) contact.Store { return contactStore{s} }
+
+type contactStore struct{ s Store }
+
+func (c contactStore) InsertChallenge(ctx context.Context, ch contact.Challenge) error {
+	return c.s.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.InsertChallenge(ctx, ch) })
+}
+
+func (c contactStore) ChallengeByTokenHash(ctx context.Context, h []byte) (ch contact.Challenge, err error) {
+	err = c.s.View(ctx, func(ctx context.Context, tx Tx) error {
+		ch, err = tx.ChallengeByTokenHash(ctx, h)
+		return err
+	})
+	return ch, err
+}
+
+func (c contactStore) LatestChallenge(ctx context.Context, subject string) (ch contact.Challenge, err error) {
+	err = c.s.View(ctx, func(ctx context.Context, tx Tx) error {
+		ch, err = tx.LatestChallenge(ctx, subject)
+		return err
+	})
+	return ch, err
+}
+
+func (c contactStore) ChallengesSince(ctx context.Context, subject string, since time.Time) (ts []time.Time, err error) {
+	err = c.s.View(ctx, func(ctx context.Context, tx Tx) error {
+		ts, err = tx.ChallengesSince(ctx, subject, since)
+		return err
+	})
+	return ts, err
+}
+
+func (c contactStore) ConsumeChallenge(ctx context.Context, id string, at time.Time) (won bool, err error) {
+	err = c.s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		won, err = tx.ConsumeChallenge(ctx, id, at)
+		return err
+	})
+	return won, err
+}
+
+func (c contactStore) AddCodeAttempt(ctx context.Context, id string) (n int, err error) {
+	err = c.s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		n, err = tx.AddCodeAttempt(ctx, id)
+		return err
+	})
+	return n, err
 }

@@ -264,3 +264,30 @@ func TestLedgerVerifyMissingDatabase(t *testing.T) {
 	assert.Contains(t, stderr.String(), "no database at")
 	assert.NoFileExists(t, filepath.Join(dir, "xpromo.db"), "verify must not create a database")
 }
+
+// Started without an admin token (as `make run` is), the server says at
+// start that the admin API is off and how to turn it on, and an admin call
+// says the same.
+func TestServeAdminAPIOff(t *testing.T) {
+	base, logs, stop := startServe(t, []string{"--data-dir", t.TempDir()}, nil)
+	req, err := http.NewRequest("GET", base+"/v1/admin/audit", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+strings.Repeat("t", 40))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Contains(t, string(body), `"code":"admin_api_disabled"`)
+	assert.Contains(t, string(body), "XPROMO_ADMIN_TOKEN")
+
+	assert.Equal(t, exitOK, stop())
+	l := logs.find("listening")
+	require.NotNil(t, l)
+	assert.Equal(t, "disabled", l["admin_api"])
+	off := logs.find(adminAPIOffMessage)
+	require.NotNil(t, off, "the admin API being off must be announced with how to enable it")
+	assert.Contains(t, off["msg"], "--admin-token")
+	assert.Contains(t, off["msg"], "XPROMO_ADMIN_TOKEN")
+}

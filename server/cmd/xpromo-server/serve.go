@@ -112,6 +112,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	adminAPI := "disabled"
 	if cfg.AdminToken != "" {
 		adminAPI = "enabled" // the token itself is never logged
+	} else {
+		log.Info(adminAPIOffMessage)
 	}
 	log.Info("listening",
 		slog.String("addr", ln.Addr().String()),
@@ -163,3 +165,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	log.Info("stopped")
 	return nil
 }
+
+// adminAPIOffMessage is logged at start when no admin token is configured:
+// admin calls then answer 403 admin_api_disabled.
+const adminAPIOffMessage = "the admin API is off: start the server with --admin-token <token> or XPROMO_ADMIN_TOKEN=<token> to enable it"

@@ -1,0 +1,302 @@
+package sandbox
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/sassoftware/relic/v7/lib/authenticode"
+	"github.com/sassoftware/relic/v7/lib/binpatch"
+	"github.com/sassoftware/relic/v7/lib/certloader"
+	"github.com/sassoftware/relic/v7/lib/fruit/csblob"
+	"github.com/sassoftware/relic/v7/lib/fruit/machos"
+	"howett.net/plist"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+)
+
+// Variants of a sandbox package: the first label of the download host.
+// Any other label (example.com's "example", "dl") is a good package.
+const (
+	variantGood        = ""
+	variantUnsigned    = "unsigned"    // no signature: gate_unsigned_binary
+	variantUnnotarized = "unnotarized" // macOS: signed, no ticket: gate_not_notarized
+	variantInfected    = "infected"    // carries the EICAR test file: gate_malware_found
+	variantMismatch    = "mismatch"    // declares <bundle_id>.mismatch: gate_bundle_mismatch
+	variantUnreadable  = "unreadable"  // an HTML page: gate_package_unknown_format
+	variantMissing     = "missing"     // 404: gate_download_failed
+)
+
+func variantOf(hostOrURL string) string {
+	switch l := firstLabel(hostOrURL); l {
+	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing:
+		return l
+	}
+	return variantGood
+}
+
+// eicar is the EICAR anti-virus test file (eicar.org): harmless, and found
+// by every scanner. It is joined at run time so that this source file is
+// not itself reported by a scanner.
+var eicar = []byte(`X5O!P%@AP[4\PZX54(P^)7CC)7}$` + `EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`)
+
+// codeResources is the bundle's _CodeSignature/CodeResources (the sealed
+// resources; the sandbox app has none besides its executable and
+// Info.plist, which the signature binds directly).
+var codeResources = []byte(`<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0"><dict><key>files</key><dict/><key>files2</key><dict/></dict></plist>
+`)
+
+// ticket stands for a stapled notarisation ticket: stapler writes Apple's
+// ticket to Contents/CodeResources; its content is Apple's and unchecked.
+var ticket = []byte("s8ChAAAA xpromo sandbox notarisation ticket (test mode)\n")
+
+const unreadablePage = `<!DOCTYPE html>
+<html><head><title>Download</title></head>
+<body><p>This is a web page, not an app package (xpromo sandbox: unreadable.*).</p></body></html>
+`
+
+// appName derives a bundle name from a bundle id: "com.acme.hello-world"
+// → "HelloWorld".
+func appName(bundleID string) string {
+	last := bundleID[strings.LastIndexByte(bundleID, '.')+1:]
+	var b strings.Builder
+	up := true
+	for _, r := range last {
+		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "App"
+	}
+	return b.String()
+}
+
+// build makes the package for platform, bundleID and variant (not
+// variantMissing). Unknown platforms get the macOS package.
+func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant string) ([]byte, error) {
+	if variant == variantUnreadable {
+		return []byte(unreadablePage), nil
+	}
+	declared := bundleID
+	if variant == variantMismatch {
+		declared += ".mismatch"
+	}
+	if platform == xpromo.PlatformWin {
+		return s.windowsPackage(declared, appName(bundleID), variant)
+	}
+	return s.macPackage(declared, appName(bundleID), variant)
+}
+
+// macPackage is a zipped <name>.app: Info.plist, a small Mach-O main
+// executable signed with the Developer ID-shaped leaf (Info.plist and
+// CodeResources bound, hardened runtime), and a stapled ticket.
+func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
+	info, err := plist.MarshalIndent(map[string]any{
+		"CFBundleIdentifier":            bundleID,
+		"CFBundleExecutable":            name,
+		"CFBundleName":                  name,
+		"CFBundlePackageType":           "APPL",
+		"CFBundleShortVersionString":    "1.0.0",
+		"CFBundleVersion":               "1",
+		"CFBundleInfoDictionaryVersion": "6.0",
+		"LSMinimumSystemVersion":        "11.0",
+	}, plist.XMLFormat, "\t")
+	if err != nil {
+		return nil, err
+	}
+	exe := fixture.MachO(nil)
+	app := name + ".app/Contents/"
+	files := []zipFile{{name: app + "Info.plist", data: info}}
+	if variant != variantUnsigned {
+		if exe, err = signMachO(exe, s.pki.developer, info); err != nil {
+			return nil, err
+		}
+		files = append(files, zipFile{name: app + "_CodeSignature/CodeResources", data: codeResources})
+		if variant != variantUnnotarized {
+			files = append(files, zipFile{name: app + "CodeResources", data: ticket})
+		}
+	}
+	files = append(files, zipFile{name: app + "MacOS/" + name, data: exe, mode: 0o755})
+	if variant == variantInfected {
+		files = append(files, zipFile{name: app + "Resources/eicar.com", data: eicar, store: true})
+	}
+	return zipOf(files)
+}
+
+// windowsPackage is a PE executable with a VERSIONINFO resource
+// (InternalName = bundle id), Authenticode-signed with the sandbox's
+// code-signing leaf. The infected variant carries the EICAR file as
+// overlay data (after the last section, covered by the signature).
+func (s *Sandbox) windowsPackage(bundleID, name, variant string) ([]byte, error) {
+	exe := fixture.PE(map[string]string{
+		"InternalName":     bundleID,
+		"ProductName":      name,
+		"CompanyName":      "xpromo sandbox",
+		"FileDescription":  name + " (xpromo sandbox test package)",
+		"OriginalFilename": name + ".exe",
+	})
+	if variant == variantInfected {
+		exe = append(exe, eicar...)
+	}
+	if variant == variantUnsigned {
+		return exe, nil
+	}
+	return signPE(exe, s.pki.windows)
+}
+
+// signMachO signs a thin Mach-O in-process with relic's signer, as codesign
+// does on a Mac, binding infoPlist and codeResources.
+func signMachO(exe []byte, cert *certloader.Certificate, infoPlist []byte) ([]byte, error) {
+	params := &csblob.SignatureParams{
+		HashFunc:  crypto.SHA256,
+		InfoPlist: infoPlist,
+		Resources: codeResources,
+		Flags:     csblob.FlagRuntime, // the hardened runtime notarisation requires
+	}
+	patch, _, err := machos.Sign(context.Background(), bytes.NewReader(exe), cert, params)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: signing the Mach-O: %w", err)
+	}
+	return applyPatch(exe, patch)
+}
+
+// signPE Authenticode-signs a PE image in-process with relic (SHA-256
+// digest, page hashes), then fixes the PE checksum as signtool does.
+func signPE(exe []byte, cert *certloader.Certificate) ([]byte, error) {
+	digest, err := authenticode.DigestPE(bytes.NewReader(exe), crypto.SHA256, true)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: digesting the PE: %w", err)
+	}
+	patch, _, err := digest.Sign(context.Background(), cert, &authenticode.OpusParams{Description: "xpromo sandbox test package"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: signing the PE: %w", err)
+	}
+	out, err := applyPatch(exe, patch)
+	if err != nil {
+		return nil, err
+	}
+	peStart := int(binary.LittleEndian.Uint32(out[0x3c:]))
+	ck := authenticode.NewPEChecksum(peStart)
+	ck.Write(out)
+	copy(out[peStart+88:], ck.Sum(nil))
+	return out, nil
+}
+
+// applyPatch applies relic's patch set in memory (relic's own Apply works
+// on files).
+func applyPatch(in []byte, p *binpatch.PatchSet) ([]byte, error) {
+	idx := make([]int, len(p.Patches))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p.Patches[idx[a]].Offset < p.Patches[idx[b]].Offset })
+	var out []byte
+	pos := int64(0)
+	for _, i := range idx {
+		h := p.Patches[i]
+		if h.Offset < pos || h.Offset+int64(h.OldSize) > int64(len(in)) {
+			return nil, fmt.Errorf("sandbox: signer patch out of range (%d+%d of %d)", h.Offset, h.OldSize, len(in))
+		}
+		out = append(out, in[pos:h.Offset]...)
+		out = append(out, p.Blobs[i]...)
+		pos = h.Offset + int64(h.OldSize)
+	}
+	return append(out, in[pos:]...), nil
+}
+
+type zipFile struct {
+	name  string
+	data  []byte
+	mode  uint32 // permission bits; 0 means 0644
+	store bool   // stored uncompressed (the EICAR file, so any scanner sees its bytes)
+}
+
+func zipOf(files []zipFile) ([]byte, error) {
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range files {
+		h := &zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		if f.store {
+			h.Method = zip.Store
+		}
+		mode := f.mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		h.CreatorVersion = 3 << 8 // unix, so the mode bits count
+		h.ExternalAttrs = (0o100000 | mode) << 16
+		fw, err := w.CreateHeader(h)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := fw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// maxPackages bounds the package cache (a package is a few KiB).
+const maxPackages = 256
+
+type packageKey struct {
+	platform xpromo.Platform
+	bundleID string
+	variant  string
+}
+
+// packageCache keeps built packages, forgetting the oldest beyond max.
+// Building under the lock means one build per key.
+type packageCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[packageKey][]byte
+	order []packageKey
+}
+
+func newPackageCache(max int) *packageCache {
+	return &packageCache{max: max, m: map[packageKey][]byte{}}
+}
+
+func (c *packageCache) get(k packageKey, build func() ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.m[k]; ok {
+		return b, nil
+	}
+	b, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if len(c.order) >= c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[k] = b
+	c.order = append(c.order, k)
+	return b, nil
+}

@@ -1,0 +1,99 @@
+package sandbox
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/sassoftware/relic/v7/lib/certloader"
+)
+
+// oidDeveloperIDApplication marks an Apple Developer ID Application leaf;
+// Apple issues it critical, and so does the sandbox.
+var oidDeveloperIDApplication = asn1.ObjectIdentifier{1, 2, 840, 113635, 100, 6, 1, 13}
+
+// TeamID is the team identifier of the sandbox's Developer ID certificate.
+const TeamID = "SANDBOX000"
+
+// pki is the sandbox's certificate authority: a root and two code-signing
+// leaves, one shaped like Apple's Developer ID Application certificates,
+// one like a Windows code-signing certificate. Keys are ECDSA P-256
+// (cheap to make at every start).
+type pki struct {
+	root      *x509.Certificate
+	developer *certloader.Certificate // macOS
+	windows   *certloader.Certificate // Authenticode
+}
+
+func newPKI(now time.Time) (*pki, error) {
+	notBefore, notAfter := now.AddDate(-1, 0, 0), now.AddDate(20, 0, 0)
+	rootKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	rootTmpl := &x509.Certificate{
+		Subject:   pkix.Name{CommonName: "xpromo sandbox root (test mode only)", Organization: []string{"xpromo sandbox"}},
+		NotBefore: notBefore, NotAfter: notAfter,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	root, err := create(rootTmpl, nil, rootKey, rootKey)
+	if err != nil {
+		return nil, err
+	}
+	leaf := func(cn, ou string, devID bool) (*certloader.Certificate, error) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		t := &x509.Certificate{
+			Subject:   pkix.Name{CommonName: cn, Organization: []string{"xpromo sandbox"}},
+			NotBefore: notBefore, NotAfter: notAfter,
+			KeyUsage:              x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
+			BasicConstraintsValid: true,
+		}
+		if ou != "" {
+			t.Subject.OrganizationalUnit = []string{ou}
+		}
+		if devID {
+			t.ExtraExtensions = []pkix.Extension{{Id: oidDeveloperIDApplication, Critical: true, Value: []byte{0x05, 0x00}}}
+		}
+		c, err := create(t, root, key, rootKey)
+		if err != nil {
+			return nil, err
+		}
+		return &certloader.Certificate{Leaf: c, Certificates: []*x509.Certificate{c, root}, PrivateKey: key}, nil
+	}
+	p := &pki{root: root}
+	if p.developer, err = leaf("Developer ID Application: xpromo sandbox ("+TeamID+")", TeamID, true); err != nil {
+		return nil, err
+	}
+	if p.windows, err = leaf("xpromo sandbox code signing", "", false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func create(tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer) (*x509.Certificate, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	tmpl.SerialNumber = serial
+	if parent == nil {
+		parent = tmpl
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: making a certificate: %w", err)
+	}
+	return x509.ParseCertificate(der)
+}
