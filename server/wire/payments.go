@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-		"strings"
+	"strings"
 	"time"
 
 	"github.com/xpromo/xpromo/server/httpapi"
