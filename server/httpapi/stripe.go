@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/payments"
 )
@@ -20,22 +21,24 @@ type StripeWebhook interface {
 // maxStripeEventBytes bounds a webhook body; Stripe's events are a few KiB.
 const maxStripeEventBytes = 1 << 20
 
-// mountStripe: the Stripe webhook (when Stripe is configured) and the
+// mountStripe: the Stripe webhook (404 unless Stripe is configured) and the
 // connected-account endpoints.
 func (s *Server) mountStripe(protected chi.Router) {
 	protected.Post("/apps/{app_id}/payout-account/onboarding", s.startOnboarding)
 	protected.Get("/apps/{app_id}/payout-account", s.getPayoutAccount)
-	if s.services.StripeWebhook != nil {
-		// Outside the /v1 middleware: Stripe signs the raw body (the input
-		// policy must not touch it), and its bursts of deliveries from few
-		// addresses must not be rate-limited per IP (a signature is
-		// checked before anything is stored).
-		s.router.With(s.realIP).Post("/v1/stripe/webhook", s.stripeWebhook)
-	}
+	// Outside the /v1 middleware: Stripe signs the raw body (the input
+	// policy must not touch it), and its bursts of deliveries from few
+	// addresses must not be rate-limited per IP (a signature is checked
+	// before anything is stored).
+	s.router.With(s.realIP).Post("/v1/stripe/webhook", s.stripeWebhook)
 }
 
 // stripeWebhook is POST /v1/stripe/webhook.
 func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
+	if s.services.StripeWebhook == nil {
+		s.writeErr(w, r, apperr.New(apperr.NotFound, "this server does not take Stripe events: Stripe is configured in live mode only"))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStripeEventBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -53,12 +56,6 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]bool{"received": true})
 }
 
-// onboarding is the answer of POST /v1/apps/{app_id}/payout-account/onboarding.
-type onboarding struct {
-	AccountID     string `json:"account_id"`
-	OnboardingURL string `json:"onboarding_url"`
-}
-
 func (s *Server) startOnboarding(w http.ResponseWriter, r *http.Request) {
 	appID, err := ownApp(r, chi.URLParam(r, "app_id"))
 	if err != nil {
@@ -70,17 +67,7 @@ func (s *Server) startOnboarding(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, onboarding{AccountID: o.AccountID, OnboardingURL: o.URL})
-}
-
-// accountStatus is the answer of GET /v1/apps/{app_id}/payout-account.
-type accountStatus struct {
-	AccountID        string   `json:"account_id"`
-	ChargesEnabled   bool     `json:"charges_enabled"`
-	PayoutsEnabled   bool     `json:"payouts_enabled"`
-	DetailsSubmitted bool     `json:"details_submitted"`
-	RequirementsDue  []string `json:"requirements_due"`
-	DisabledReason   *string  `json:"disabled_reason"`
+	writeJSON(w, http.StatusOK, xpromo.PayoutOnboarding{AccountID: o.AccountID, OnboardingURL: o.URL})
 }
 
 func (s *Server) getPayoutAccount(w http.ResponseWriter, r *http.Request) {
@@ -97,8 +84,8 @@ func (s *Server) getPayoutAccount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wireAccountStatus(st))
 }
 
-func wireAccountStatus(st payments.AccountStatus) accountStatus {
-	a := accountStatus{AccountID: st.AccountID, ChargesEnabled: st.ChargesEnabled, PayoutsEnabled: st.PayoutsEnabled,
+func wireAccountStatus(st payments.AccountStatus) xpromo.PayoutAccountStatus {
+	a := xpromo.PayoutAccountStatus{AccountID: st.AccountID, ChargesEnabled: st.ChargesEnabled, PayoutsEnabled: st.PayoutsEnabled,
 		DetailsSubmitted: st.DetailsSubmitted, RequirementsDue: st.RequirementsDue}
 	if st.DisabledReason != "" {
 		a.DisabledReason = &st.DisabledReason
