@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/payments/stripe"
@@ -33,6 +36,10 @@ const liveWhsec = "whsec_live_e2e"
 // webhook) → campaign → paid install → connected account → payout.
 func TestLiveModeWithStripeMock(t *testing.T) {
 	mock := stripetest.StartMock(t)
+	// A floor at which two installs (one per UTC day, within the EUR 50
+	// a day of an app not live yet) earn a withdrawable EUR 56.
+	categories := filepath.Join(t.TempDir(), "categories.json")
+	require.NoError(t, os.WriteFile(categories, []byte(`{"categories": [{"key": "productivity", "label": "Productivity", "floors": {"mac": 4000, "win": 4000}}]}`), 0o600))
 	s := storagetest.SQLite(t)
 	a := &api{t: t, http: openapitest.New(t).Client(), store: s, clock: clocktest.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))}
 	var handler http.Handler
@@ -46,7 +53,7 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 		ReadLimit: 10_000, WriteLimit: 10_000,
 		OfferSecret: strings.Repeat("s", 32), X402Network: "base", X402PayTo: "0x1111111111111111111111111111111111111111",
 		StripeSecretKey: "sk_test_e2e", StripeAPIURL: mock, StripeWebhookSecrets: []string{"whsec_old", liveWhsec},
-		StripeConnectCountry: "DE", StripeMaxNetworkRetries: stripego.Int64(0),
+		CategoriesFile: categories, StripeConnectCountry: "DE", StripeMaxNetworkRetries: stripego.Int64(0),
 		StripeHTTPClient: client,
 	}, s)
 	require.NoError(t, err)
@@ -89,23 +96,26 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 	// A campaign buys a paid install from the publisher.
 	a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"productivity"},
 		"daily_budget_cents": 10_000}))
-	fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
-	require.True(t, fill.Filled, "%+v", fill)
-	tok, err := token.SignClick(pub.sdk.Private, pub.sdk.ID, token.NewClickClaims(*fill.Offer, a.clock.Now()))
-	require.NoError(t, err)
-	a.expect(200, a.do("POST", "/v1/sdk/click", "", xpromo.ClickRequest{Token: tok}))
-	a.clock.Advance(time.Minute)
-	cs, err := token.Countersign(adv.sdk.Private, adv.sdk.ID, tok, "device-1", a.clock.Now(), adv.id)
-	require.NoError(t, err)
-	a.expect(200, a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tok, Countersignature: cs}))
-	a.clock.Advance(48 * time.Hour)
-	hb, err := token.SignHeartbeat(adv.sdk.Private, adv.sdk.ID, token.HeartbeatClaims{AppID: adv.id, DeviceID: "device-1", TokenHash: token.TokenHashString(tok), Seq: 1, SentAt: a.clock.Now().Unix()})
-	require.NoError(t, err)
-	a.expect(200, a.do("POST", "/v1/sdk/heartbeat", "", xpromo.HeartbeatRequest{Heartbeat: hb}))
-	a.expect(200, a.do("POST", "/v1/admin/attribution/sweep", adminToken, nil))
+	for _, device := range []string{"device-1", "device-2"} {
+		fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
+		require.True(t, fill.Filled, "%+v", fill)
+		tok, err := token.SignClick(pub.sdk.Private, pub.sdk.ID, token.NewClickClaims(*fill.Offer, a.clock.Now()))
+		require.NoError(t, err)
+		a.expect(200, a.do("POST", "/v1/sdk/click", "", xpromo.ClickRequest{Token: tok}))
+		a.clock.Advance(time.Minute)
+		cs, err := token.Countersign(adv.sdk.Private, adv.sdk.ID, tok, device, a.clock.Now(), adv.id)
+		require.NoError(t, err)
+		a.expect(200, a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tok, Countersignature: cs}))
+		a.clock.Advance(48 * time.Hour)
+		hb, err := token.SignHeartbeat(adv.sdk.Private, adv.sdk.ID, token.HeartbeatClaims{AppID: adv.id, DeviceID: device, TokenHash: token.TokenHashString(tok), Seq: 1, SentAt: a.clock.Now().Unix()})
+		require.NoError(t, err)
+		a.expect(200, a.do("POST", "/v1/sdk/heartbeat", "", xpromo.HeartbeatRequest{Heartbeat: hb}))
+		a.expect(200, a.do("POST", "/v1/admin/attribution/sweep", adminToken, nil))
+	}
 	earned := wlines(a.wallet(pub))
-	require.Len(t, earned, 1)
-	assert.Equal(t, xpromo.LineEarn, earned[0].Type)
+	require.Len(t, earned, 2)
+	withdrawable := earned[0].Amount + earned[1].Amount
+	require.GreaterOrEqual(t, withdrawable, int64(5000))
 
 	// Payout: no connected account yet; onboarding links one (Stripe
 	// Express); then the payout is a Stripe transfer.
@@ -116,11 +126,17 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 	assert.True(t, strings.HasPrefix(onb.OnboardingURL, "https://"), onb.OnboardingURL)
 	st := decode[xpromo.PayoutAccountStatus](t, a.expect(200, a.do("GET", "/v1/apps/"+pub.id+"/payout-account", pub.key, nil)))
 	assert.Equal(t, onb.AccountID, st.AccountID)
-	// One install at the floor earns less than the EUR 50 a payout needs:
-	// the payout reaches the amount check with the account linked. (The
-	// transfer itself is exercised against stripe-mock in payments/stripe
-	// and against a stateful Stripe on both stores in payments.)
-	assert.Equal(t, "below_minimum", a.expect(409, a.do("POST", "/v1/apps/"+pub.id+"/payout", pub.key, nil)).code(t))
+	p := decode[xpromo.PayoutResponse](t, a.expect(200, a.do("POST", "/v1/apps/"+pub.id+"/payout", pub.key, nil, "Idempotency-Key", "payout-1")))
+	assert.True(t, strings.HasPrefix(p.TransferID, "tr_"), p.TransferID)
+	assert.Equal(t, withdrawable, p.AmountCents)
+	again := decode[xpromo.PayoutResponse](t, a.expect(200, a.do("POST", "/v1/apps/"+pub.id+"/payout", pub.key, nil, "Idempotency-Key", "payout-1")))
+	assert.Equal(t, p, again, "the retry answers from the payout")
+	lines := wlines(a.wallet(pub))
+	require.Len(t, lines, 3)
+	assert.Equal(t, wline{xpromo.LinePayout, -withdrawable, 0, "", ""}, lines[2])
+	rep, err := ledger.Verify(t.Context(), s)
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "%v", rep.Violations)
 }
 
 // checkoutRecorder notes the checkout session the server creates at Stripe:
