@@ -166,6 +166,7 @@ profile in the config file (written by "xpromo apps register"), then defaults.
 		r.ledgerCommand(),
 		r.statsCommand(),
 		r.payoutCommand(),
+		r.payoutAccountCommand(),
 		r.keysCommand(),
 		r.webhooksCommand(),
 		r.eventsCommand(),

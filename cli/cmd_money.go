@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -383,5 +384,90 @@ exit 6: below_minimum, payout_in_progress, payout_account_missing.`,
 	}
 	r.addAppIDFlag(cmd)
 	addIdempotencyFlag(cmd, &idemKey)
+	return cmd
+}
+
+func (r *runner) payoutAccountCommand() *cobra.Command {
+	return group("payout-account", "the app's connected payout account (Stripe Connect in live mode)",
+		r.payoutAccountOnboardCommand(), r.payoutAccountStatusCommand())
+}
+
+func (r *runner) payoutAccountOnboardCommand() *cobra.Command {
+	var open bool
+	var idemKey string
+	cmd := &cobra.Command{
+		Use:   "onboard [--open]",
+		Short: "link a payout account and print its onboarding link (POST /v1/apps/{app_id}/payout-account/onboarding)",
+		Long: `Links a connected payout account to the app (live mode: a Stripe Express
+account, created once per app) and prints the short-lived link where its owner
+gives Stripe what it needs (identity, bank account). Run it again for a fresh
+link when one expired. --open opens the link in the browser. Test mode: the
+account is acct_test_<app_id>, ready at once; the link is the server's URL.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			o, err := c.StartPayoutOnboarding(cmd.Context(), appID, idempotency(idemKey)...)
+			if err != nil {
+				return err
+			}
+			if open {
+				if err := r.env.OpenURL(o.OnboardingURL); err != nil {
+					return err
+				}
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return kv(r.env.Stdout,
+				[2]string{"account_id", o.AccountID},
+				[2]string{"onboarding_url", o.OnboardingURL},
+			)
+		},
+	}
+	cmd.Flags().BoolVar(&open, "open", false, "open the onboarding link in the browser")
+	r.addAppIDFlag(cmd)
+	addIdempotencyFlag(cmd, &idemKey)
+	return cmd
+}
+
+func (r *runner) payoutAccountStatusCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "whether the payout account can receive payouts (GET /v1/apps/{app_id}/payout-account)",
+		Long: `Prints the app's connected account as the payment processor reports it:
+whether payouts are enabled, and what its holder must still provide. Exits 6
+with payout_account_missing when the app has none ("xpromo payout-account
+onboard" links one).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			st, err := c.GetPayoutAccount(cmd.Context(), appID)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			due := "none"
+			if len(st.RequirementsDue) > 0 {
+				due = strings.Join(st.RequirementsDue, ", ")
+			}
+			return kv(r.env.Stdout,
+				[2]string{"account_id", st.AccountID},
+				[2]string{"payouts_enabled", strconv.FormatBool(st.PayoutsEnabled)},
+				[2]string{"charges_enabled", strconv.FormatBool(st.ChargesEnabled)},
+				[2]string{"details_submitted", strconv.FormatBool(st.DetailsSubmitted)},
+				[2]string{"requirements_due", due},
+				[2]string{"disabled_reason", deref(st.DisabledReason)},
+			)
+		},
+	}
+	r.addAppIDFlag(cmd)
 	return cmd
 }

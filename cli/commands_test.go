@@ -150,6 +150,15 @@ func TestPayout(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(po), &p))
 	assert.Equal(t, int64(7000), p.AmountCents)
 	golden(t, n, "payout-ledger.csv", e.ok("ledger", "--format", "csv").stdout)
+
+	// Test mode's connected account: implicit and ready.
+	onb := e.ok("payout-account", "onboard", "--open").stdout
+	assert.Equal(t, "acct_test_"+pub.appID, field(onb, "account_id"))
+	require.NotEmpty(t, e.opened)
+	assert.Equal(t, field(onb, "onboarding_url"), e.opened[len(e.opened)-1])
+	st := e.ok("payout-account", "status").stdout
+	assert.Equal(t, "true", field(st, "payouts_enabled"))
+	assert.Equal(t, "none", field(st, "requirements_due"))
 }
 
 // clearInstall posts what a cleared install posts on the ledger: an escrow

@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 20 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 22 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -134,6 +134,9 @@ func TestToolsList(t *testing.T) {
 		"get_ledger":            {true, false, true, false},
 		"get_stats":             {true, false, true, false},
 		"request_payout":        {false, true, false, true},
+		// Payout accounts: they ask the payment processor.
+		"start_payout_onboarding": {false, false, true, true},
+		"get_payout_account":      {true, false, true, true},
 		// Webhooks: redelivery makes the server POST to the receiver.
 		"create_webhook_endpoint": {false, false, false, false},
 		"list_webhook_endpoints":  {true, false, true, false},

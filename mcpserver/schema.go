@@ -356,6 +356,29 @@ func statsSchema() schema {
 	})
 }
 
+func acctSchema() schema {
+	return withDesc(schema{"type": "string", "pattern": "^acct_[A-Za-z0-9_]{1,250}$", "maxLength": 255},
+		"The connected account (Stripe: acct_…; test mode: acct_test_<app_id>).")
+}
+
+func payoutOnboardingSchema() schema {
+	return allRequired("The app's connected payout account and the link where its owner completes it.", schema{
+		"account_id":     acctSchema(),
+		"onboarding_url": strFormat("uri", 2048, "Where the app's owner completes the account (Stripe: an Account Link, valid for minutes)."),
+	})
+}
+
+func payoutAccountSchema() schema {
+	return allRequired("The app's connected payout account as the payment processor reports it.", schema{
+		"account_id":        acctSchema(),
+		"charges_enabled":   boolean(""),
+		"payouts_enabled":   boolean("Whether transfers to it can be paid out to its bank; payouts need it."),
+		"details_submitted": boolean(""),
+		"requirements_due":  array(str(255, ""), 500, "What the holder must still provide."),
+		"disabled_reason":   nullableString(255, "Why the account cannot receive payouts yet."),
+	})
+}
+
 func payoutSchema() schema {
 	return allRequired("The transfer to the app's connected account.", schema{
 		"transfer_id":  str(255, ""),

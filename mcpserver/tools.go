@@ -77,6 +77,7 @@ var ToolNames = append([]string{
 	"register_app", "get_score", "get_rate_card", "get_network_stats",
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
+	"start_payout_onboarding", "get_payout_account",
 }, webhookToolNames...)
 
 // keyNote ends the description of every tool that needs the API key.
@@ -298,6 +299,33 @@ func allTools() []*tool {
 			hints:  hints{readOnly: false, destructive: true, idempotent: false, openWorld: true},
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
 				out, err := c.RequestPayout(ctx, a.str("app_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:  "start_payout_onboarding",
+			title: "Link a payout account",
+			description: "Link a connected payout account to the app and get the link where its owner completes it (POST /v1/apps/{app_id}/payout-account/onboarding). " +
+				"Live mode: a Stripe Express account, created once per app; a person opens onboarding_url (valid for minutes; call again for a fresh one) to give Stripe their identity and bank account. " +
+				"Test mode: the account is acct_test_<app_id>, ready at once." + keyNote,
+			params: []param{appIDParam(), idempotencyKeyParam()},
+			output: payoutOnboardingSchema(),
+			hints:  hints{readOnly: false, destructive: false, idempotent: true, openWorld: true},
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.StartPayoutOnboarding(ctx, a.str("app_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:  "get_payout_account",
+			title: "Read the payout account",
+			description: "Read the app's connected payout account as the payment processor reports it: payouts_enabled, and requirements_due (what its owner must still provide) (GET /v1/apps/{app_id}/payout-account). " +
+				"Refusal: payout_account_missing (link one with start_payout_onboarding)." + keyNote,
+			params: []param{appIDParam()},
+			output: payoutAccountSchema(),
+			hints:  hints{readOnly: true, destructive: false, idempotent: true, openWorld: true},
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetPayoutAccount(ctx, a.str("app_id"), opts...)
 				return answer{value: out}, err
 			},
 		},

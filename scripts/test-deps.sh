@@ -14,6 +14,13 @@
 set -euo pipefail
 export PATH="$PATH:/usr/sbin"
 
+# stripe-mock, Stripe's API simulator the Stripe provider's tests start on a
+# loopback port (server/payments/stripe/stripetest): a Go program, installed
+# with go install (through the module proxy) when missing.
+if ! command -v stripe-mock >/dev/null && [[ ! -x "$(go env GOPATH)/bin/stripe-mock" ]]; then
+	go install github.com/stripe/stripe-mock@v0.203.0
+fi
+
 declare -A need=(
 	[gcc]=gcc
 	[g++]=g++

@@ -18,10 +18,12 @@ require (
 	github.com/saferwall/pe v1.6.5
 	github.com/sassoftware/relic/v7 v7.6.2
 	github.com/stretchr/testify v1.12.1
+	github.com/stripe/stripe-go/v85 v85.0.0
 	github.com/tc-hib/winres v0.2.1
 	github.com/wneessen/go-mail v0.8.1
 	github.com/xpromo/xpromo/mcpserver v0.0.0-00010101000000-000000000000
 	github.com/xpromo/xpromo/sdk v0.0.0-00010101000000-000000000000
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/net v0.62.0
 	howett.net/plist v1.0.1
 	modernc.org/sqlite v1.60.1

@@ -166,6 +166,25 @@ func (c *Client) RequestPayout(ctx context.Context, appID string, opts ...CallOp
 	return result(out, err)
 }
 
+// StartPayoutOnboarding links a connected payout account to the app
+// (creating a Stripe Express account in live mode) and answers the link
+// where its owner completes it (POST
+// /v1/apps/{app_id}/payout-account/onboarding). Call again for a fresh link.
+func (c *Client) StartPayoutOnboarding(ctx context.Context, appID string, opts ...CallOption) (*PayoutOnboarding, error) {
+	out := new(PayoutOnboarding)
+	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/payout-account/onboarding", appID)}, out, opts)
+	return result(out, err)
+}
+
+// GetPayoutAccount reads the app's connected payout account's status (GET
+// /v1/apps/{app_id}/payout-account); 409 payout_account_missing when it has
+// none.
+func (c *Client) GetPayoutAccount(ctx context.Context, appID string, opts ...CallOption) (*PayoutAccountStatus, error) {
+	out := new(PayoutAccountStatus)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/apps/%s/payout-account", appID)}, out, opts)
+	return result(out, err)
+}
+
 // GetX402Descriptor reads the server's x402 descriptor (GET
 // /.well-known/x402; public).
 func (c *Client) GetX402Descriptor(ctx context.Context, opts ...CallOption) (*X402Descriptor, error) {

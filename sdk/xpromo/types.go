@@ -347,6 +347,28 @@ type X402Extra struct {
 	Version string `json:"version"`
 }
 
+// PayoutOnboarding (additive) is the answer of POST
+// /v1/apps/{app_id}/payout-account/onboarding: the app's connected account
+// and the short-lived link where its owner completes it.
+type PayoutOnboarding struct {
+	AccountID     string `json:"account_id"`
+	OnboardingURL string `json:"onboarding_url"`
+}
+
+// PayoutAccountStatus (additive) is the answer of GET
+// /v1/apps/{app_id}/payout-account: the connected account as the payment
+// processor reports it.
+type PayoutAccountStatus struct {
+	AccountID        string `json:"account_id"`
+	ChargesEnabled   bool   `json:"charges_enabled"`
+	PayoutsEnabled   bool   `json:"payouts_enabled"`
+	DetailsSubmitted bool   `json:"details_submitted"`
+	// RequirementsDue lists what the holder must still provide.
+	RequirementsDue []string `json:"requirements_due"`
+	// DisabledReason says why the account cannot receive payouts yet.
+	DisabledReason *string `json:"disabled_reason"`
+}
+
 // PayoutResponse is the 200 answer of POST /apps/{app_id}/payout: a
 // connected-account transfer of a withdrawable balance of at least EUR 50.
 type PayoutResponse struct {

@@ -70,6 +70,7 @@ const (
 	PayoutNotAllowed     = "payout_not_allowed"
 	CheckoutExpired      = "checkout_expired"
 	TestModeOnly         = "test_mode_only"
+	InvalidSignature     = "invalid_signature"
 	InvalidPaymentHeader = "invalid_payment_header"
 
 	// Ledger.
@@ -182,6 +183,7 @@ func init() {
 	def(PayoutNotAllowed, 409, "On payout: the app is `suspended` (until an operator reinstates it) or `rejected`; it cannot withdraw.")
 	def(CheckoutExpired, 409, "The checkout session expired before it was paid; start a new top-up.")
 	def(TestModeOnly, 403, "The operation exists only in test mode (the test checkout page, the test clock).")
+	def(InvalidSignature, 400, "A payment processor's webhook (`POST /v1/stripe/webhook`) has no valid `Stripe-Signature`: missing or malformed, signed by no configured secret, or older (or newer) than 5 minutes.")
 	def(InvalidPaymentHeader, 400, "The `X-PAYMENT` header is not a base64 JSON x402 payment payload.")
 
 	def(InvalidOperation, 422, "A ledger operation is malformed: no key, no postings, a zero amount, an unknown line type, or postings that do not sum to zero.")

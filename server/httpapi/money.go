@@ -23,6 +23,7 @@ func (s *Server) mountMoney(public, protected, admin chi.Router) {
 	protected.Post("/apps/{app_id}/payout", s.requestPayout) // payments.Payout detaches from the unit of work itself: it transfers between its writes
 	admin.Put("/admin/apps/{app_id}/payout-account", s.setPayoutAccount)
 	admin.Post("/admin/apps/{app_id}/adjustments", s.adjustWallet)
+	s.mountStripe(protected)
 
 	// Outside /v1: the descriptor lives at its well-known path, and the test
 	// checkout page is opened by a person's browser from checkout_url.

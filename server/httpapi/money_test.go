@@ -202,10 +202,10 @@ func TestMoneyTestCheckoutLiveMode(t *testing.T) {
 	}
 }
 
-func TestMoneyLiveModeRefusesToStart(t *testing.T) {
+func TestMoneyLiveModeRefusesToStartWithoutStripe(t *testing.T) {
 	_, err := wire.New(wire.Config{Mode: httpapi.ModeLive}, storagetest.SQLite(t))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "live mode needs the Stripe configuration of the payments issue")
+	assert.Contains(t, err.Error(), "live mode needs the Stripe secret key")
 }
 
 func TestMoneyX402(t *testing.T) {

@@ -39,6 +39,9 @@ type Services struct {
 	Webhooks *webhooks.Service
 	// Clock is the server's clock, which test mode can advance (sdk.go).
 	Clock TestClock
+	// StripeWebhook receives Stripe's events at POST /v1/stripe/webhook;
+	// nil (test mode without Stripe) leaves the route out.
+	StripeWebhook StripeWebhook
 	// TrustedProxies are the proxies whose X-Forwarded-For the SDK
 	// endpoints believe for the client's address.
 	TrustedProxies []netip.Prefix

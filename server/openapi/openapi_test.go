@@ -164,6 +164,11 @@ var operations = map[string]opSpec{
 	"complete_test_checkout":   {"POST", "/test/checkout/{session_id}", true, false},
 	"admin_set_payout_account": {"PUT", "/v1/admin/apps/{app_id}/payout-account", false, true},
 	"admin_adjust_wallet":      {"POST", "/v1/admin/apps/{app_id}/adjustments", false, true},
+	// Connected payout accounts (API key). Stripe's webhook
+	// (POST /v1/stripe/webhook) is Stripe's callback, not an operation of
+	// the API, like /healthz: docs/payments.md describes it.
+	"get_payout_account":      {"GET", "/v1/apps/{app_id}/payout-account", false, false},
+	"start_payout_onboarding": {"POST", "/v1/apps/{app_id}/payout-account/onboarding", false, false},
 	// Attribution: SDK keys and chains (API key), the SDK endpoints
 	// (public), the test clock and the sweep (admin).
 	"register_sdk_key":      {"POST", "/v1/apps/{app_id}/sdk-keys", false, true},
@@ -409,6 +414,8 @@ func TestSeedStatusCodes(t *testing.T) {
 		{"get_ledger", 200, "LedgerPage"},
 		{"get_stats", 200, "Stats"},
 		{"request_payout", 200, "PayoutResponse"},
+		{"start_payout_onboarding", 200, "PayoutOnboarding"},
+		{"get_payout_account", 200, "PayoutAccountStatus"},
 		{"request_payout", 409, ""},
 		{"get_x402_descriptor", 200, "X402Descriptor"},
 	}
@@ -539,6 +546,8 @@ var wireTypes = map[string]any{
 	"X402Challenge":         xpromo.X402Challenge{},
 	"X402Accept":            xpromo.X402Accept{},
 	"PayoutResponse":        xpromo.PayoutResponse{},
+	"PayoutOnboarding":      xpromo.PayoutOnboarding{},
+	"PayoutAccountStatus":   xpromo.PayoutAccountStatus{},
 	"Error":                 xpromo.ErrorResponse{},
 	"KeyRotation":           xpromo.KeyRotation{},
 	"Job":                   xpromo.Job{},
@@ -714,6 +723,8 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 				PayTo: "0x1111111111111111111111111111111111111111", MaxTimeoutSeconds: 300,
 				Asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Extra: xpromo.X402Extra{Name: "USDC", Version: "2"}}}}},
 		{"PayoutResponse", xpromo.PayoutResponse{TransferID: "tr_1", AmountCents: 5000, PayoutID: "po_1"}},
+		{"PayoutOnboarding", xpromo.PayoutOnboarding{AccountID: "acct_1", OnboardingURL: "https://connect.stripe.com/setup/e/acct_1"}},
+		{"PayoutAccountStatus", xpromo.PayoutAccountStatus{AccountID: "acct_1", RequirementsDue: []string{"external_account"}}},
 		{"RegisterAppRequest", xpromo.RegisterAppRequest{Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "com.example.snip",
 			Domain: "example.com", DownloadURL: "https://example.com/Snip.zip", ContactEmail: "dev@example.com", Category: "developer-tools"}},
 		{"KeyRotation", xpromo.KeyRotation{APIKey: "xp_test_x", PreviousKeyExpiresAt: now}},

@@ -63,6 +63,9 @@ type CheckoutSession struct {
 	ExpiresAt   time.Time
 	CompletedAt time.Time // zero until completed
 	OperationID string    // the ledger operation that credited the wallet; "" until completed
+	// Failure says why a session closed unpaid other than by expiring (its
+	// delayed payment failed); "" otherwise.
+	Failure string
 }
 
 // Payout is one withdrawal of an app's withdrawable balance.
@@ -101,6 +104,14 @@ type Tx interface {
 	// is no longer open it returns an error wrapping ledger.ErrConflict, so
 	// the transaction is retried and sees the winner.
 	FinishCheckoutSession(ctx context.Context, s CheckoutSession) error
+	// ClaimOpenCheckoutSessions returns up to limit open sessions of
+	// provider created at least age before now and not claimed within age
+	// (never, or checked_at at least age before now), least recently
+	// claimed first, and stamps their checked_at with now.
+	ClaimOpenCheckoutSessions(ctx context.Context, provider string, now time.Time, age time.Duration, limit int) ([]CheckoutSession, error)
+	// RecordProviderEvent stores e unless an event with its provider and id
+	// is stored; it reports whether it inserted.
+	RecordProviderEvent(ctx context.Context, e ProviderEvent) (bool, error)
 
 	// PayoutAccount returns the app's payout account, "" when it has none.
 	PayoutAccount(ctx context.Context, appID string) (string, error)
@@ -173,6 +184,13 @@ type Service struct {
 	X402 X402Config
 	// Now is the injected clock.
 	Now func() time.Time
+	// CheckoutReconcileAge is how old an open session must be before
+	// ReconcileCheckouts asks the provider about it (0:
+	// DefaultCheckoutReconcileAge).
+	CheckoutReconcileAge time.Duration
+	// ConnectReturnURL is where a provider's onboarding sends the person
+	// back ("" lets the server answer its base URL); see StartOnboarding.
+	ConnectReturnURL string
 	// PayoutGrace is how long a pending payout is left to the request that
 	// started it before RecoverPayouts resolves it (0: DefaultPayoutGrace).
 	PayoutGrace time.Duration

@@ -35,6 +35,16 @@ type Provider interface {
 	// found is false when the provider made none: no money moved for r. An
 	// error means the provider could not tell.
 	FindTransfer(ctx context.Context, r TransferRequest) (t TransferResult, found bool, err error)
+
+	// CreateAccount creates a connected account for an app's payouts
+	// (Stripe: an Express account), idempotently per app.
+	CreateAccount(ctx context.Context, appID string) (accountID string, err error)
+	// OnboardingLink returns a short-lived link where the account's holder
+	// completes it; the provider sends the person to returnURL when done,
+	// to refreshURL when the link expired.
+	OnboardingLink(ctx context.Context, accountID, refreshURL, returnURL string) (string, error)
+	// Account reports whether the account can receive payouts.
+	Account(ctx context.Context, accountID string) (AccountStatus, error)
 }
 
 // CheckoutRequest is what a provider needs to open a checkout.
@@ -193,4 +203,25 @@ func (p *TestProvider) FindTransfer(ctx context.Context, r TransferRequest) (Tra
 		return TransferResult{}, false, err
 	}
 	return TransferResult{TransferID: t.TransferID}, true, nil
+}
+
+// CreateAccount implements Provider: test mode's account of an app is the
+// implicit TestPayoutAccount, which needs no onboarding.
+func (p *TestProvider) CreateAccount(ctx context.Context, appID string) (string, error) {
+	return TestPayoutAccount(appID), nil
+}
+
+// OnboardingLink implements Provider: there is nothing to fill in, so the
+// link is where the person would come back to (the server's base URL when
+// no return URL is configured).
+func (p *TestProvider) OnboardingLink(ctx context.Context, accountID, refreshURL, returnURL string) (string, error) {
+	if returnURL == "" {
+		returnURL = strings.TrimRight(p.BaseURL, "/") + "/"
+	}
+	return returnURL, nil
+}
+
+// Account implements Provider: a test account is ready at once.
+func (p *TestProvider) Account(ctx context.Context, accountID string) (AccountStatus, error) {
+	return AccountStatus{AccountID: accountID, ChargesEnabled: true, PayoutsEnabled: true, DetailsSubmitted: true, RequirementsDue: []string{}}, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/ids"
-	"github.com/xpromo/xpromo/server/ledger"
 )
 
 // ValidateTopUp checks a top-up amount: at least MinTopUpCents (422
@@ -126,19 +125,8 @@ func (s *Service) CompleteTestCheckout(ctx context.Context, id string) (Checkout
 			sess.Status = CheckoutExpired
 			return tx.FinishCheckoutSession(ctx, sess)
 		}
-		op, err := ledger.TopUp("topup:"+sess.ID, sess.AppID, sess.AmountCents, "checkout "+sess.ID)
-		if err != nil {
-			return err
-		}
-		results, errs, err := ledger.Apply(ctx, tx, now, []ledger.Operation{op})
-		if err != nil {
-			return err
-		}
-		if errs[0] != nil {
-			return errs[0]
-		}
-		sess.Status, sess.OperationID, sess.CompletedAt = CheckoutCompleted, results[0].Operation.ID, now
-		return tx.FinishCheckoutSession(ctx, sess)
+		sess, err = s.credit(ctx, tx, sess, now)
+		return err
 	})
 	if err != nil {
 		return CheckoutSession{}, err

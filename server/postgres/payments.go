@@ -42,30 +42,71 @@ func (t *tx) InsertCheckoutSession(ctx context.Context, s payments.CheckoutSessi
 // of one session queue here, and each sees the previous one's outcome (READ
 // COMMITTED returns the latest committed row once the lock is granted).
 func (t *tx) CheckoutSession(ctx context.Context, id string, lock bool) (payments.CheckoutSession, bool, error) {
-	q := `SELECT app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, coalesce(operation_id, '')
-FROM checkout_sessions WHERE id = $1`
+	q := `SELECT ` + checkoutColumns + ` FROM checkout_sessions WHERE id = $1`
 	if lock {
 		q += " FOR UPDATE"
 	}
-	s := payments.CheckoutSession{ID: id}
-	var completed *time.Time
-	err := t.queryRow(ctx, q, []any{id}, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &s.CreatedAt, &s.ExpiresAt, &completed, &s.OperationID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payments.CheckoutSession{}, false, nil
-	}
+	var s payments.CheckoutSession
+	var found bool
+	err := t.query(ctx, q, []any{id}, func(rows pgx.Rows) error {
+		var err error
+		s, err = scanCheckoutSession(rows)
+		found = true
+		return err
+	})
 	if err != nil {
 		return payments.CheckoutSession{}, false, wrap(err, "reading checkout session")
+	}
+	return s, found, nil
+}
+
+const checkoutColumns = `id, app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, coalesce(operation_id, ''), coalesce(failure, '')`
+
+func scanCheckoutSession(rows pgx.Rows) (payments.CheckoutSession, error) {
+	var s payments.CheckoutSession
+	var completed *time.Time
+	if err := rows.Scan(&s.ID, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &s.CreatedAt, &s.ExpiresAt, &completed, &s.OperationID, &s.Failure); err != nil {
+		return s, err
 	}
 	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
 	if completed != nil {
 		s.CompletedAt = completed.UTC()
 	}
-	return s, true, nil
+	return s, nil
+}
+
+// ClaimOpenCheckoutSessions claims with FOR UPDATE SKIP LOCKED, so that
+// concurrent reconciliation passes claim disjoint batches and skip a
+// session a webhook is completing.
+func (t *tx) ClaimOpenCheckoutSessions(ctx context.Context, provider string, now time.Time, age time.Duration, limit int) ([]payments.CheckoutSession, error) {
+	var out []payments.CheckoutSession
+	before := now.Add(-age)
+	err := t.query(ctx, `UPDATE checkout_sessions SET checked_at = $1
+WHERE id IN (SELECT id FROM checkout_sessions WHERE status = 'open' AND provider = $2 AND created_at <= $3
+  AND (checked_at IS NULL OR checked_at <= $3) ORDER BY coalesce(checked_at, created_at), id LIMIT $4 FOR UPDATE SKIP LOCKED)
+RETURNING `+checkoutColumns, []any{now, provider, before, limit}, func(rows pgx.Rows) error {
+		s, err := scanCheckoutSession(rows)
+		out = append(out, s)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "claiming open checkout sessions")
+	}
+	return out, nil
+}
+
+func (t *tx) RecordProviderEvent(ctx context.Context, e payments.ProviderEvent) (bool, error) {
+	n, err := t.exec(ctx, `INSERT INTO provider_events (provider, id, type, object_id, outcome, received_at)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (provider, id) DO NOTHING`, e.Provider, e.ID, e.Type, e.ObjectID, e.Outcome, e.ReceivedAt)
+	if err != nil {
+		return false, wrap(err, "recording provider event")
+	}
+	return n == 1, nil
 }
 
 func (t *tx) FinishCheckoutSession(ctx context.Context, s payments.CheckoutSession) error {
-	n, err := t.exec(ctx, `UPDATE checkout_sessions SET status = $1, completed_at = $2, operation_id = $3
-WHERE id = $4 AND status = 'open'`, s.Status, optionalTime(s.CompletedAt), optionalText(s.OperationID), s.ID)
+	n, err := t.exec(ctx, `UPDATE checkout_sessions SET status = $1, completed_at = $2, operation_id = $3, failure = $4
+WHERE id = $5 AND status = 'open'`, s.Status, optionalTime(s.CompletedAt), optionalText(s.OperationID), optionalText(s.Failure), s.ID)
 	return paymentRowUpdated(n, err, "checkout session", s.ID)
 }
 

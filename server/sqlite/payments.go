@@ -25,23 +25,62 @@ func (t *tx) InsertCheckoutSession(ctx context.Context, s payments.CheckoutSessi
 }
 
 func (t *tx) CheckoutSession(ctx context.Context, id string, lock bool) (payments.CheckoutSession, bool, error) {
-	s := payments.CheckoutSession{ID: id}
-	var created, expires int64
-	var completed sql.NullInt64
-	var opID sql.NullString
-	err := t.tx.QueryRowContext(ctx, `SELECT app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, operation_id
-FROM checkout_sessions WHERE id = ?`, id).Scan(&s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &created, &expires, &completed, &opID)
+	s, err := scanCheckoutSession(t.tx.QueryRowContext(ctx, `SELECT `+checkoutColumns+` FROM checkout_sessions WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return payments.CheckoutSession{}, false, nil
 	}
 	if err != nil {
 		return payments.CheckoutSession{}, false, wrap(err)
 	}
-	s.CreatedAt, s.ExpiresAt, s.OperationID = fromMicros(created), fromMicros(expires), opID.String
+	return s, true, nil
+}
+
+const checkoutColumns = `id, app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, operation_id, failure`
+
+func scanCheckoutSession(sc scanner) (payments.CheckoutSession, error) {
+	var s payments.CheckoutSession
+	var created, expires int64
+	var completed sql.NullInt64
+	var opID, failure sql.NullString
+	if err := sc.Scan(&s.ID, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &created, &expires, &completed, &opID, &failure); err != nil {
+		return s, err
+	}
+	s.CreatedAt, s.ExpiresAt, s.OperationID, s.Failure = fromMicros(created), fromMicros(expires), opID.String, failure.String
 	if completed.Valid {
 		s.CompletedAt = fromMicros(completed.Int64)
 	}
-	return s, true, nil
+	return s, nil
+}
+
+func (t *tx) ClaimOpenCheckoutSessions(ctx context.Context, provider string, now time.Time, age time.Duration, limit int) ([]payments.CheckoutSession, error) {
+	before := micros(now.Add(-age))
+	rows, err := t.tx.QueryContext(ctx, `UPDATE checkout_sessions SET checked_at = ?
+WHERE id IN (SELECT id FROM checkout_sessions WHERE status = 'open' AND provider = ? AND created_at <= ?
+  AND (checked_at IS NULL OR checked_at <= ?) ORDER BY coalesce(checked_at, created_at), id LIMIT ?)
+RETURNING `+checkoutColumns, micros(now), provider, before, before, limit)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []payments.CheckoutSession
+	for rows.Next() {
+		s, err := scanCheckoutSession(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, s)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) RecordProviderEvent(ctx context.Context, e payments.ProviderEvent) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO provider_events (provider, id, type, object_id, outcome, received_at)
+VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider, id) DO NOTHING`, e.Provider, e.ID, e.Type, e.ObjectID, e.Outcome, micros(e.ReceivedAt))
+	if err != nil {
+		return false, wrap(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, wrap(err)
 }
 
 func (t *tx) FinishCheckoutSession(ctx context.Context, s payments.CheckoutSession) error {
@@ -49,8 +88,8 @@ func (t *tx) FinishCheckoutSession(ctx context.Context, s payments.CheckoutSessi
 	if !s.CompletedAt.IsZero() {
 		completed = micros(s.CompletedAt)
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE checkout_sessions SET status = ?, completed_at = ?, operation_id = ?
-WHERE id = ? AND status = 'open'`, s.Status, completed, null(s.OperationID), s.ID)
+	res, err := t.tx.ExecContext(ctx, `UPDATE checkout_sessions SET status = ?, completed_at = ?, operation_id = ?, failure = ?
+WHERE id = ? AND status = 'open'`, s.Status, completed, null(s.OperationID), null(s.Failure), s.ID)
 	return paymentRowUpdated(res, err, "checkout session", s.ID)
 }
 

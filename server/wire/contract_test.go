@@ -236,6 +236,13 @@ func TestContract(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.Equal(t, "below_minimum", a.expect(409, a.do("POST", "/v1/apps/"+advID+"/payout", advKey, nil)).code(t), "top-ups are not withdrawable")
+		// The connected account an operator set is kept; test mode's
+		// provider reports it ready.
+		onb := a.expect(200, a.do("POST", "/v1/apps/"+pubID+"/payout-account/onboarding", pubKey, nil)).json(t)
+		assert.Equal(t, "acct_1TestPublisher", onb["account_id"])
+		acct := a.expect(200, a.do("GET", "/v1/apps/"+pubID+"/payout-account", pubKey, nil)).json(t)
+		assert.Equal(t, true, acct["payouts_enabled"])
+		a.expect(404, a.do("GET", "/v1/apps/"+pubID+"/payout-account", advKey, nil))
 		payout := a.expect(200, a.do("POST", "/v1/apps/"+pubID+"/payout", pubKey, nil)).json(t)
 		assert.Equal(t, 7000.0, payout["amount_cents"])
 

@@ -4,40 +4,142 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/payments/stripe"
 	"github.com/xpromo/xpromo/server/storage"
 )
 
-// errLiveNeedsStripe is why a live server refuses to start: live mode moves
-// real money, and the Stripe provider that would move it is not built yet.
-var errLiveNeedsStripe = errors.New("live mode needs the Stripe configuration of the payments issue (Stripe Checkout and Connect), which this build does not have yet; run in test mode (-mode test), where no money moves")
-
-func paymentsService(cfg Config, store storage.Store) (*payments.Service, error) {
-	if cfg.Mode != httpapi.ModeTest {
-		return nil, errLiveNeedsStripe
+func paymentsService(cfg Config, store storage.Store) (*payments.Service, *stripe.Webhook, error) {
+	live := cfg.Mode == httpapi.ModeLive
+	if live {
+		if err := CheckStripe(cfg); err != nil {
+			return nil, nil, err
+		}
 	}
-	x402, err := payments.NewX402Config(true, cfg.X402Network, cfg.X402PayTo, cfg.X402EURUSD)
+	x402, err := payments.NewX402Config(!live, cfg.X402Network, cfg.X402PayTo, cfg.X402EURUSD)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &payments.Service{
-		Update: storage.Updater[payments.WriteTx](store),
-		View:   storage.Viewer[payments.Tx](store),
-		Ledger: store,
-		Provider: &payments.TestProvider{
+	svc := &payments.Service{
+		Update:               storage.Updater[payments.WriteTx](store),
+		View:                 storage.Viewer[payments.Tx](store),
+		Ledger:               store,
+		TestMode:             !live,
+		X402:                 x402,
+		Now:                  cfg.Now,
+		Log:                  cfg.Logger,
+		CheckoutReconcileAge: cfg.CheckoutReconcileAge,
+		ConnectReturnURL:     cfg.StripeConnectReturnURL,
+	}
+	if !live {
+		// Test mode: no money moves, whatever Stripe settings are given.
+		svc.Provider = &payments.TestProvider{
 			BaseURL: cfg.BaseURL,
 			Update:  storage.Updater[payments.TestTransferTx](store),
 			View:    storage.Viewer[payments.TestTransferTx](store),
 			Now:     cfg.Now,
-		},
-		TestMode: true,
-		X402:     x402,
+		}
+		return svc, nil, nil
+	}
+	client := cfg.StripeHTTPClient
+	if client == nil {
+		client = outbound.New(outbound.Options{RequireHTTPS: true, Timeout: 80 * time.Second, UserAgent: "xpromo-server (stripe)"})
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if svc.ConnectReturnURL == "" {
+		svc.ConnectReturnURL = base + "/"
+	}
+	provider := stripe.New(stripe.Config{
+		SecretKey:         cfg.StripeSecretKey,
+		APIURL:            cfg.StripeAPIURL,
+		HTTPClient:        client,
+		SuccessURL:        firstSet(cfg.StripeSuccessURL, base+"/"),
+		CancelURL:         firstSet(cfg.StripeCancelURL, cfg.StripeSuccessURL, base+"/"),
+		ConnectCountry:    cfg.StripeConnectCountry,
+		MaxNetworkRetries: cfg.StripeMaxNetworkRetries,
+	})
+	svc.Provider = provider
+	hook := &stripe.Webhook{
+		Secrets:  cfg.StripeWebhookSecrets,
+		Livemode: provider.Livemode(),
+		Payments: svc,
 		Now:      cfg.Now,
 		Log:      cfg.Logger,
-	}, nil
+	}
+	return svc, hook, nil
+}
+
+// CheckStripe checks the Stripe settings of a live server, saying which one
+// is missing or wrong: a secret key (sk_live_ or rk_live_; a test key only
+// when StripeAPIURL points somewhere other than Stripe, for a rehearsal
+// against stripe-mock), at least one webhook signing secret (whsec_), and
+// the country of the connected accounts.
+func CheckStripe(cfg Config) error {
+	key := cfg.StripeSecretKey
+	switch {
+	case key == "":
+		return errors.New("live mode needs the Stripe secret key (--stripe-secret-key, XPROMO_STRIPE_SECRET_KEY): live mode moves real money through Stripe; run in test mode (--mode test) to try the server without one")
+	case !strings.HasPrefix(key, "sk_") && !strings.HasPrefix(key, "rk_"):
+		return errors.New("the Stripe secret key must be a secret (sk_…) or restricted (rk_…) key; a publishable key (pk_…) cannot create sessions or transfers")
+	case !stripe.Livemode(key) && (cfg.StripeAPIURL == "" || strings.TrimRight(cfg.StripeAPIURL, "/") == stripe.DefaultAPIURL):
+		return errors.New("live mode refuses a Stripe test key (sk_test_/rk_test_) against Stripe's API: use a live key, or set --stripe-api-url to a rehearsal counterpart such as stripe-mock")
+	}
+	if len(cfg.StripeWebhookSecrets) == 0 {
+		return errors.New("live mode needs the signing secret of the Stripe webhook endpoint (--stripe-webhook-secret, XPROMO_STRIPE_WEBHOOK_SECRET; comma-separated while rolling it): without it no top-up is ever credited")
+	}
+	for _, s := range cfg.StripeWebhookSecrets {
+		if !strings.HasPrefix(s, "whsec_") {
+			return errors.New("a Stripe webhook signing secret starts with whsec_ (Dashboard → Developers → Webhooks → the endpoint → Signing secret)")
+		}
+	}
+	if len(cfg.StripeConnectCountry) != 2 || strings.ToUpper(cfg.StripeConnectCountry) != cfg.StripeConnectCountry {
+		return errors.New("live mode needs the country of the apps' Stripe Connect accounts as two capital letters (--stripe-connect-country, XPROMO_STRIPE_CONNECT_COUNTRY, e.g. DE)")
+	}
+	return nil
+}
+
+func firstSet(v ...string) string {
+	for _, s := range v {
+		if s != "" && s != "/" {
+			return s
+		}
+	}
+	return ""
+}
+
+// DefaultCheckoutReconcileInterval is how often RunCheckoutReconciliation
+// runs.
+const DefaultCheckoutReconcileInterval = 5 * time.Minute
+
+// RunCheckoutReconciliation asks the provider about open checkout sessions
+// whose webhook never came (payments.Service.ReconcileCheckouts) at once and
+// then every interval (DefaultCheckoutReconcileInterval if 0) until ctx
+// ends. The test provider has nothing to reconcile.
+func (s *Server) RunCheckoutReconciliation(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultCheckoutReconcileInterval
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		res, err := s.Payments.ReconcileCheckouts(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.cfg.Logger.Warn("checkout reconciliation pass", slog.String("error", err.Error()))
+		case res.Credited+res.Closed+res.Errors > 0:
+			s.cfg.Logger.Info("checkout reconciliation pass", slog.Int("credited", res.Credited), slog.Int("closed", res.Closed), slog.Int("still_open", res.Open), slog.Int("errors", res.Errors))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // DefaultPayoutRecoveryInterval is how often RunPayoutRecovery runs.

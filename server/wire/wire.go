@@ -6,6 +6,7 @@ package wire
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/payments/stripe"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/webhooks"
 )
@@ -48,6 +50,32 @@ type Config struct {
 	// X402EURUSD is the EUR→USD quote (a decimal, e.g. "1.08") used to price
 	// top-ups in USDC; "" means 1.
 	X402EURUSD string
+	// Stripe (live mode; docs/payments.md, docs/operations.md). Test mode
+	// ignores them: its provider moves no money.
+
+	// StripeSecretKey is the platform's secret key (sk_live_…); a test key
+	// only with StripeAPIURL pointing elsewhere than Stripe (CheckStripe).
+	StripeSecretKey string
+	// StripeWebhookSecrets verify POST /v1/stripe/webhook (several while
+	// one is rolled).
+	StripeWebhookSecrets []string
+	// StripeAPIURL is Stripe's API base URL ("" is https://api.stripe.com).
+	StripeAPIURL string
+	// StripeConnectCountry is the country of the apps' Express accounts.
+	StripeConnectCountry string
+	// StripeSuccessURL and StripeCancelURL are where Checkout sends the
+	// payer back ("" is the base URL); StripeConnectReturnURL where the
+	// Connect onboarding does ("" is the base URL).
+	StripeSuccessURL, StripeCancelURL, StripeConnectReturnURL string
+	// StripeHTTPClient overrides the outbound client Stripe is called
+	// through (tests: one that may reach stripe-mock on loopback).
+	StripeHTTPClient *http.Client
+	// StripeMaxNetworkRetries overrides stripe-go's retries (nil: 2).
+	StripeMaxNetworkRetries *int64
+	// CheckoutReconcileAge is how old an open session is before the
+	// reconciliation pass asks Stripe about it (0: 15 minutes).
+	CheckoutReconcileAge time.Duration
+
 	// MCPAllowedOrigins are the browser origins (scheme://host[:port], or
 	// "*") allowed to call /mcp besides loopback ones and the base URL's;
 	// their hosts are accepted in the Host header too (docs/mcp.md).
@@ -161,8 +189,12 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if svc.Market, err = marketService(cfg, store); err != nil {
 		return nil, fmt.Errorf("market: %w", err)
 	}
-	if svc.Payments, err = paymentsService(cfg, store); err != nil {
+	var hook *stripe.Webhook
+	if svc.Payments, hook, err = paymentsService(cfg, store); err != nil {
 		return nil, fmt.Errorf("payments: %w", err)
+	}
+	if hook != nil {
+		svc.StripeWebhook = hook
 	}
 	if svc.Attribution, err = attributionService(cfg, store, svc.Market); err != nil {
 		return nil, fmt.Errorf("attribution: %w", err)

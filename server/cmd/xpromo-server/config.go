@@ -38,6 +38,14 @@ type config struct {
 	X402Network    string
 	X402EURUSD     string
 
+	// Stripe (live mode; docs/operations.md, "Stripe").
+	StripeSecretKey        string
+	StripeWebhookSecrets   []string
+	StripeAPIURL           string
+	StripeConnectCountry   string
+	StripeSuccessURL       string
+	StripeConnectReturnURL string
+
 	// Attribution (docs/attribution.md).
 	OfferSecret, PreviousOfferSecret string
 	IPToASNFile, DatacentersFile     string
@@ -81,6 +89,12 @@ var settings = []setting{
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
 	{flag: "x402-eur-usd", env: "XPROMO_X402_EUR_USD", def: "", usage: "EUR to USD rate used to quote top-ups in USDC (e.g. 1.08); empty: 1", serveOnly: true},
+	{flag: "stripe-secret-key", env: "XPROMO_STRIPE_SECRET_KEY", def: "", usage: "live mode: the Stripe secret key (sk_live_… or rk_live_…); prefer the environment variable, a flag shows in ps", serveOnly: true},
+	{flag: "stripe-webhook-secret", env: "XPROMO_STRIPE_WEBHOOK_SECRET", def: "", usage: "live mode: signing secret(s) of the Stripe webhook endpoint <base URL>/v1/stripe/webhook (whsec_…), comma-separated while rolling one", serveOnly: true},
+	{flag: "stripe-api-url", env: "XPROMO_STRIPE_API_URL", def: "", usage: "Stripe's API base URL; empty: https://api.stripe.com. Set it to rehearse against another counterpart, which also admits an sk_test_ key in live mode", serveOnly: true},
+	{flag: "stripe-connect-country", env: "XPROMO_STRIPE_CONNECT_COUNTRY", def: "", usage: "live mode: country (ISO 3166-1 alpha-2, e.g. DE) of the Stripe Express accounts created for apps' payouts", serveOnly: true},
+	{flag: "stripe-success-url", env: "XPROMO_STRIPE_SUCCESS_URL", def: "", usage: "where Stripe Checkout sends the payer after paying (and cancelling); empty: the base URL", serveOnly: true},
+	{flag: "stripe-connect-return-url", env: "XPROMO_STRIPE_CONNECT_RETURN_URL", def: "", usage: "where Stripe's Connect onboarding sends the account holder back; empty: the base URL", serveOnly: true},
 	{flag: "offer-secret", env: "XPROMO_OFFER_SECRET", def: "", usage: "secret (at least 32 bytes) sealing attribution offers, the same on every instance; empty: random per process in test mode, refused in live mode", serveOnly: true},
 	{flag: "offer-secret-previous", env: "XPROMO_OFFER_SECRET_PREVIOUS", def: "", usage: "the offer secret before a rotation, still verifying offers sealed with it (keep it 30 minutes)", serveOnly: true},
 	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
@@ -201,6 +215,20 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	cfg.CategoriesFile = get("categories-file")
 	cfg.X402PayTo, cfg.X402Network, cfg.X402EURUSD = get("x402-pay-to"), get("x402-network"), get("x402-eur-usd")
 	cfg.OfferSecret, cfg.PreviousOfferSecret = get("offer-secret"), get("offer-secret-previous")
+	cfg.StripeSecretKey, cfg.StripeAPIURL, cfg.StripeConnectCountry = get("stripe-secret-key"), get("stripe-api-url"), get("stripe-connect-country")
+	cfg.StripeSuccessURL, cfg.StripeConnectReturnURL = get("stripe-success-url"), get("stripe-connect-return-url")
+	for v := range strings.SplitSeq(get("stripe-webhook-secret"), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			cfg.StripeWebhookSecrets = append(cfg.StripeWebhookSecrets, v)
+		}
+	}
+	for _, name := range []string{"stripe-api-url", "stripe-success-url", "stripe-connect-return-url"} {
+		if v := get(name); v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return cfg, usagef("%s: %q is not an http(s) URL", source[name], v)
+			}
+		}
+	}
 	for _, sec := range []string{"offer-secret", "offer-secret-previous"} {
 		if v := get(sec); v != "" && len(v) < 32 {
 			return cfg, usagef("%s: the offer secret must be at least 32 bytes", source[sec])

@@ -141,14 +141,31 @@ func TestServeSQLite(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// Live mode moves real money, which needs the payment processor's
-// configuration (the payments issue); until then the server refuses to start
-// in live mode rather than run it half-built.
-func TestServeLiveModeRefusesWithoutProcessor(t *testing.T) {
-	var stderr bytes.Buffer
-	code := run(t.Context(), []string{"--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--mode", "live"}, envMap(nil), io.Discard, &stderr)
-	assert.Equal(t, exitFail, code)
-	assert.Contains(t, stderr.String(), "live mode needs the Stripe configuration")
+// Live mode moves real money through Stripe: without its settings, or with
+// a test key against Stripe's own API, the server refuses to start and says
+// which setting is missing.
+func TestServeLiveModeRefusesWithoutStripe(t *testing.T) {
+	base := []string{"--data-dir", "", "--addr", "127.0.0.1:0", "--mode", "live"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no key", nil, "live mode needs the Stripe secret key (--stripe-secret-key, XPROMO_STRIPE_SECRET_KEY)"},
+		{"publishable key", map[string]string{"XPROMO_STRIPE_SECRET_KEY": "pk_live_x"}, "must be a secret (sk_…) or restricted (rk_…) key"},
+		{"test key against Stripe", map[string]string{"XPROMO_STRIPE_SECRET_KEY": "sk_test_x", "XPROMO_STRIPE_WEBHOOK_SECRET": "whsec_x", "XPROMO_STRIPE_CONNECT_COUNTRY": "DE"}, "refuses a Stripe test key"},
+		{"no webhook secret", map[string]string{"XPROMO_STRIPE_SECRET_KEY": "sk_live_x"}, "signing secret of the Stripe webhook endpoint (--stripe-webhook-secret"},
+		{"no country", map[string]string{"XPROMO_STRIPE_SECRET_KEY": "sk_live_x", "XPROMO_STRIPE_WEBHOOK_SECRET": "whsec_a,whsec_b"}, "--stripe-connect-country"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string(nil), base...)
+			args[1] = t.TempDir()
+			var stderr bytes.Buffer
+			code := run(t.Context(), args, envMap(tc.env), io.Discard, &stderr)
+			assert.Equal(t, exitFail, code)
+			assert.Contains(t, stderr.String(), tc.want)
+		})
+	}
 }
 
 func TestServeCannotOpenStore(t *testing.T) {

@@ -69,25 +69,32 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		baseURL = "http://" + ln.Addr().String()
 	}
 	wcfg := wire.Config{
-		Mode:              cfg.Mode,
-		AdminToken:        cfg.AdminToken,
-		BaseURL:           baseURL,
-		RedisURL:          cfg.RedisURL,
-		ReadLimit:         cfg.ReadLimit,
-		WriteLimit:        cfg.WriteLimit,
-		Logger:            log,
-		Now:               p.now,
-		Registry:          httpapi.NewRegistry(),
-		X402PayTo:         cfg.X402PayTo,
-		X402Network:       cfg.X402Network,
-		X402EURUSD:        cfg.X402EURUSD,
-		CategoriesFile:    cfg.CategoriesFile,
-		OfferSecret:       cfg.OfferSecret,
-		IPToASNFile:       cfg.IPToASNFile,
-		DatacentersFile:   cfg.DatacentersFile,
-		TrustedProxies:    cfg.TrustedProxies,
-		MCPAllowedOrigins: cfg.MCPAllowedOrigins,
-		Instance:          instance,
+		Mode:        cfg.Mode,
+		AdminToken:  cfg.AdminToken,
+		BaseURL:     baseURL,
+		RedisURL:    cfg.RedisURL,
+		ReadLimit:   cfg.ReadLimit,
+		WriteLimit:  cfg.WriteLimit,
+		Logger:      log,
+		Now:         p.now,
+		Registry:    httpapi.NewRegistry(),
+		X402PayTo:   cfg.X402PayTo,
+		X402Network: cfg.X402Network,
+		X402EURUSD:  cfg.X402EURUSD,
+
+		StripeSecretKey:        cfg.StripeSecretKey,
+		StripeWebhookSecrets:   cfg.StripeWebhookSecrets,
+		StripeAPIURL:           cfg.StripeAPIURL,
+		StripeConnectCountry:   cfg.StripeConnectCountry,
+		StripeSuccessURL:       cfg.StripeSuccessURL,
+		StripeConnectReturnURL: cfg.StripeConnectReturnURL,
+		CategoriesFile:         cfg.CategoriesFile,
+		OfferSecret:            cfg.OfferSecret,
+		IPToASNFile:            cfg.IPToASNFile,
+		DatacentersFile:        cfg.DatacentersFile,
+		TrustedProxies:         cfg.TrustedProxies,
+		MCPAllowedOrigins:      cfg.MCPAllowedOrigins,
+		Instance:               instance,
 
 		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
 		JobConcurrency:        cfg.JobConcurrency,
@@ -132,6 +139,9 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// Pending payouts: resolved at start, then every minute.
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
+	// Open checkout sessions whose webhook never came: asked about every 5
+	// minutes (live mode; the test provider has none).
+	background.Go(func() { built.RunCheckoutReconciliation(bg, 0) })
 	// Webhooks: dispatch, delivery with retries, the 30-day purge.
 	background.Go(func() { built.RunWebhooks(bg) })
 

@@ -1,0 +1,201 @@
+package stripe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	stripego "github.com/stripe/stripe-go/v85"
+
+	"github.com/xpromo/xpromo/server/outbound"
+	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/payments/stripe"
+	"github.com/xpromo/xpromo/server/payments/stripe/stripetest"
+)
+
+var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func TestVerifySignature(t *testing.T) {
+	const secret, old = "whsec_current", "whsec_previous"
+	body, header := stripetest.SignedEvent(t, "evt_1", stripe.EventCheckoutCompleted, map[string]any{"id": "cs_1"}, secret, now)
+	tol := stripe.DefaultTolerance
+
+	require.NoError(t, stripe.Verify(body, header, []string{secret}, now, tol))
+	require.NoError(t, stripe.Verify(body, header, []string{old, secret}, now, tol), "any configured secret (rotation)")
+	require.NoError(t, stripe.Verify(body, header, []string{secret}, now.Add(tol), tol), "at the edge of the tolerance")
+
+	// Stripe signs with both secrets while one is rolled: two v1 values.
+	_, header2 := stripetest.SignedEvent(t, "evt_1", stripe.EventCheckoutCompleted, map[string]any{"id": "cs_1"}, old, now)
+	both := header + "," + header2[strings.Index(header2, "v1="):]
+	require.NoError(t, stripe.Verify(body, both, []string{old}, now, tol))
+
+	tampered := []byte(strings.Replace(string(body), "cs_1", "cs_2", 1))
+	for name, tc := range map[string]struct {
+		body    []byte
+		header  string
+		secrets []string
+		at      time.Time
+		want    error
+	}{
+		"tampered body":         {tampered, header, []string{secret}, now, stripe.ErrNoValidSignature},
+		"other secret":          {body, header, []string{"whsec_other"}, now, stripe.ErrNoValidSignature},
+		"too old (replayed)":    {body, header, []string{secret}, now.Add(tol + time.Second), stripe.ErrTimestamp},
+		"from the future":       {body, header, []string{secret}, now.Add(-tol - time.Second), stripe.ErrTimestamp},
+		"no header":             {body, "", []string{secret}, now, stripe.ErrNoSignature},
+		"no timestamp":          {body, header[strings.Index(header, "v1="):], []string{secret}, now, stripe.ErrBadSignatureHeader},
+		"timestamp changed":     {body, strings.Replace(header, fmt.Sprint(now.Unix()), fmt.Sprint(now.Unix()+1), 1), []string{secret}, now, stripe.ErrNoValidSignature},
+		"v0 only":               {body, strings.Replace(header, "v1=", "v0=", 1), []string{secret}, now, stripe.ErrBadSignatureHeader},
+		"garbage":               {body, "nonsense", []string{secret}, now, stripe.ErrBadSignatureHeader},
+		"no secrets configured": {body, header, nil, now, stripe.ErrNoValidSignature},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := stripe.Verify(tc.body, tc.header, tc.secrets, tc.at, tol)
+			assert.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	f.Add([]byte(`{"id":"evt_1"}`), "t=1,v1=00")
+	f.Add([]byte(``), "t=,v1=,v1=zz,,=")
+	f.Fuzz(func(t *testing.T, body []byte, header string) {
+		// Never panics, never accepts without the secret.
+		if err := stripe.Verify(body, header, []string{"whsec_fuzz"}, now, stripe.DefaultTolerance); err == nil {
+			t.Fatalf("accepted %q", header)
+		}
+	})
+}
+
+func loopbackClient() *outbound.Options {
+	return &outbound.Options{TestOnlyAllowLoopback: true, Timeout: 20 * time.Second}
+}
+
+func provider(url string) *stripe.Provider {
+	return stripe.New(stripe.Config{SecretKey: "sk_test_xpromo", APIURL: url, HTTPClient: outbound.New(*loopbackClient()),
+		SuccessURL: "https://xpromo.example/", ConnectCountry: "DE", MaxNetworkRetries: stripego.Int64(0)})
+}
+
+// stripe-mock validates every request against Stripe's OpenAPI document:
+// it proves the requests' shapes (and that Stripe accepts them), not state.
+func TestAgainstStripeMock(t *testing.T) {
+	p := provider(stripetest.StartMock(t))
+	ctx := context.Background()
+
+	co, err := p.CreateCheckout(ctx, payments.CheckoutRequest{SessionID: "cs_06hxyz", AppID: "app_1", AmountCents: 5000,
+		Currency: "EUR", ExpiresAt: time.Now().Add(24 * time.Hour)})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(co.ProviderRef, "cs_"), co.ProviderRef)
+	assert.True(t, strings.HasPrefix(co.URL, "https://"), co.URL)
+
+	st, err := p.LookupCheckout(ctx, co.ProviderRef)
+	require.NoError(t, err)
+	assert.NotEmpty(t, st.ProviderRef)
+
+	tr, err := p.Transfer(ctx, payments.TransferRequest{PayoutID: "po_1", AppID: "app_1", Destination: "acct_1Nv0FGQ9RKHgCVdK",
+		AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_1"})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(tr.TransferID, "tr_"), tr.TransferID)
+
+	// The listing request is well-formed; stripe-mock's fixture transfer
+	// is not of this group, so it is not taken for the payout's.
+	_, found, err := p.FindTransfer(ctx, payments.TransferRequest{PayoutID: "po_1", Destination: "acct_1", AmountCents: 7000, Currency: "EUR"})
+	require.NoError(t, err)
+	assert.False(t, found)
+
+	acct, err := p.CreateAccount(ctx, "app_1")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(acct, "acct_"), acct)
+	link, err := p.OnboardingLink(ctx, acct, "https://xpromo.example/", "https://xpromo.example/")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(link, "https://"), link)
+	as, err := p.Account(ctx, acct)
+	require.NoError(t, err)
+	assert.NotEmpty(t, as.AccountID)
+}
+
+func TestAgainstFake(t *testing.T) {
+	fake := stripetest.NewFake(t)
+	p := provider(fake.URL)
+	ctx := context.Background()
+
+	req := payments.CheckoutRequest{SessionID: "cs_ours", AppID: "app_1", AmountCents: 5000, Currency: "EUR", ExpiresAt: now.Add(24 * time.Hour)}
+	co, err := p.CreateCheckout(ctx, req)
+	require.NoError(t, err)
+	again, err := p.CreateCheckout(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, co, again, "the idempotency key per top-up: one Stripe session")
+	s := fake.Session(co.ProviderRef)
+	assert.Equal(t, "cs_ours", s["client_reference_id"])
+	assert.Equal(t, "eur", s["currency"])
+	assert.EqualValues(t, 5000, s["amount_total"])
+	assert.Equal(t, "payment", s["mode"])
+
+	st, err := p.LookupCheckout(ctx, co.ProviderRef)
+	require.NoError(t, err)
+	assert.Equal(t, payments.CheckoutState{ProviderRef: co.ProviderRef, SessionID: "cs_ours", Outcome: payments.OutcomeOpen, AmountCents: 5000, Currency: "eur"}, st)
+	fake.Pay(co.ProviderRef)
+	st, err = p.LookupCheckout(ctx, co.ProviderRef)
+	require.NoError(t, err)
+	assert.Equal(t, payments.OutcomePaid, st.Outcome)
+	fake.SetSession(co.ProviderRef, map[string]any{"status": "expired", "payment_status": "unpaid"})
+	st, err = p.LookupCheckout(ctx, co.ProviderRef)
+	require.NoError(t, err)
+	assert.Equal(t, payments.OutcomeExpired, st.Outcome)
+
+	// Transfers: one per idempotency key, found by transfer_group.
+	tr := payments.TransferRequest{PayoutID: "po_9", AppID: "app_1", Destination: "acct_9", AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_9"}
+	_, found, err := p.FindTransfer(ctx, tr)
+	require.NoError(t, err)
+	assert.False(t, found)
+	a, err := p.Transfer(ctx, tr)
+	require.NoError(t, err)
+	b, err := p.Transfer(ctx, tr)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	assert.Len(t, fake.Transfers(), 1)
+	assert.Equal(t, "po_9", fake.Transfers()[0]["transfer_group"])
+	got, found, err := p.FindTransfer(ctx, tr)
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, a, got)
+	other := tr
+	other.AmountCents = 1
+	_, _, err = p.FindTransfer(ctx, other)
+	assert.Error(t, err, "a transfer of the group that disagrees with the payout is not taken for it")
+
+	// Refusals: a 400 is definite; a 500 leaves the outcome unknown.
+	fake.FailTransfers = 400
+	_, err = p.Transfer(ctx, payments.TransferRequest{PayoutID: "po_10", Destination: "acct_9", AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_10"})
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, payments.ErrTransferUnknown))
+	assert.Contains(t, err.Error(), "balance_insufficient")
+	fake.FailTransfers = 500
+	_, err = p.Transfer(ctx, payments.TransferRequest{PayoutID: "po_11", Destination: "acct_9", AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_11"})
+	assert.ErrorIs(t, err, payments.ErrTransferUnknown)
+
+	// Connect.
+	acct, err := p.CreateAccount(ctx, "app_1")
+	require.NoError(t, err)
+	acct2, err := p.CreateAccount(ctx, "app_1")
+	require.NoError(t, err)
+	assert.Equal(t, acct, acct2, "one account per app (idempotency key)")
+	link, err := p.OnboardingLink(ctx, acct, "", "")
+	require.NoError(t, err)
+	assert.Contains(t, link, acct)
+	as, err := p.Account(ctx, acct)
+	require.NoError(t, err)
+	assert.False(t, as.PayoutsEnabled)
+	assert.Equal(t, []string{"external_account", "tos_acceptance.date"}, as.RequirementsDue)
+	assert.Equal(t, "requirements.past_due", as.DisabledReason)
+}
+
+func TestLivemode(t *testing.T) {
+	assert.True(t, stripe.Livemode("sk_live_x"))
+	assert.True(t, stripe.Livemode("rk_live_x"))
+	assert.False(t, stripe.Livemode("sk_test_x"))
+}
