@@ -18,6 +18,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/complaints"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/ledger"
@@ -36,6 +37,7 @@ type Tx interface {
 	attribution.Tx
 	webhooks.Tx
 	jobs.Tx
+	complaints.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.
