@@ -77,7 +77,7 @@ var ToolNames = append([]string{
 	"register_app", "get_score", "get_rate_card", "get_network_stats",
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
-}, webhookToolNames...)
+}, append(webhookToolNames, complaintToolNames...)...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
@@ -301,5 +301,5 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}, webhookTools()...)
+	}, append(webhookTools(), complaintTools()...)...)
 }
