@@ -61,7 +61,6 @@ const (
 // AuditAction is the action of a resolution's audit entry.
 const AuditAction = "complaint.resolve"
 
-
 // Complaint is one app's report about another.
 type Complaint struct {
 	ID         string
