@@ -188,18 +188,19 @@ func validate(p FileParams) error {
 	case !slices.Contains(Reasons, Reason(p.Reason)):
 		return field(apperr.New(apperr.InvalidComplaintReason, "reason must be one of misleading_ad, malware, broken_install, fraud, other"), "reason")
 	}
-	return checkText("detail", p.Detail, MaxDetail)
+	return checkText("detail", p.Detail, MaxDetail, apperr.TooLong, apperr.InvalidCharacters)
 }
 
-// checkText refuses text longer than max characters or holding control or
-// invisible formatting characters (the input policy's rule, kept here for
-// callers other than the HTTP API).
-func checkText(name, s string, max int) error {
+// checkText refuses text longer than max characters (tooLong) or holding
+// control or invisible formatting characters (hidden): the input policy's
+// rule with the field's codes as openapi.json gives them, kept here for
+// callers other than the HTTP API.
+func checkText(name, s string, max int, tooLong, hidden string) error {
 	if utf8.RuneCountInString(s) > max {
-		return field(apperr.New(apperr.TooLong, "%s is longer than %d characters", name, max), name)
+		return field(apperr.New(tooLong, "%s is longer than %d characters", name, max), name)
 	}
 	if r, ok := textcheck.FirstHidden(s); ok {
-		return field(apperr.New(apperr.InvalidCharacters, "%s holds the character %U", name, r), name)
+		return field(apperr.New(hidden, "%s holds the character %U", name, r), name)
 	}
 	return nil
 }
@@ -257,7 +258,7 @@ func (s *Service) Resolve(ctx context.Context, id, resolution, note string) (Com
 	case st != Upheld && st != Dismissed:
 		return Complaint{}, field(apperr.New(apperr.InvalidResolution, "resolution must be upheld or dismissed"), "resolution")
 	}
-	if err := checkText("note", note, MaxNote); err != nil {
+	if err := checkText("note", note, MaxNote, apperr.InvalidNote, apperr.InvalidNote); err != nil {
 		return Complaint{}, err
 	}
 	var c Complaint
