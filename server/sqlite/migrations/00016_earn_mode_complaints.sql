@@ -1,7 +1,8 @@
 -- +goose Up
 -- Earn mode changes (docs/apps.md "Earn mode"): apps.earn_mode is the mode
 -- now; this append-only history says when each switch took effect. An app
--- that never switched has been in cash since its registration.
+-- that never switched has been in cash since its registration. Append-only
+-- as app_status_history is: UPDATE, DELETE and INSERT OR REPLACE abort.
 CREATE TABLE app_earn_mode_changes (
     seq       INTEGER PRIMARY KEY,
     app_id    TEXT    NOT NULL REFERENCES apps (id),
@@ -16,6 +17,11 @@ CREATE TRIGGER app_earn_mode_changes_no_update BEFORE UPDATE ON app_earn_mode_ch
 -- +goose StatementEnd
 -- +goose StatementBegin
 CREATE TRIGGER app_earn_mode_changes_no_delete BEFORE DELETE ON app_earn_mode_changes BEGIN SELECT RAISE(ABORT, 'app_earn_mode_changes is append-only: DELETE blocked'); END;
+-- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER app_earn_mode_changes_no_replace BEFORE INSERT ON app_earn_mode_changes
+WHEN EXISTS (SELECT 1 FROM app_earn_mode_changes WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'app_earn_mode_changes is append-only: REPLACE blocked'); END;
 -- +goose StatementEnd
 
 -- Complaints (docs/apps.md "Complaints"): an app reports another; an
