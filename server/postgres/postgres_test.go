@@ -425,7 +425,3 @@ func TestCreatingAccountsNeverDeadlocks(t *testing.T) {
 func TestWebhooksStore(t *testing.T) {
 	storetest.Webhooks(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
 }
-
-func TestComplaintsStore(t *testing.T) {
-	storetest.Complaints(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
-}

@@ -80,7 +80,3 @@ var _ storage.Store = (*sqlite.DB)(nil)
 func TestWebhooksStore(t *testing.T) {
 	storetest.Webhooks(t, func(t *testing.T) storage.Store { return open(t) })
 }
-
-func TestComplaintsStore(t *testing.T) {
-	storetest.Complaints(t, func(t *testing.T) storage.Store { return open(t) })
-}
