@@ -2,9 +2,7 @@
 // tool per operation of the REST API, named as in the API document
 // (register_app, get_score, get_rate_card, get_network_stats,
 // get_integration_guide, top_up, create_campaign, pause_campaign,
-// resume_campaign, get_ledger, get_stats, request_payout), plus the
-// additive ones: the webhook tools (tools_webhooks.go) and the earn mode and
-// complaint tools (tools_complaints.go). Each tool calls
+// resume_campaign, get_ledger, get_stats, request_payout). Each tool calls
 // the REST API through the Go SDK client (sdk/xpromo), so the server fronts
 // any conformant xpromo server.
 //

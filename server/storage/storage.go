@@ -31,13 +31,13 @@ import (
 type Tx interface {
 	ledger.Tx
 	apps.Tx
+	complaints.Tx
 	market.Tx
 	payments.Tx
 	idempotency.Tx
 	attribution.Tx
 	webhooks.Tx
 	jobs.Tx
-	complaints.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.
