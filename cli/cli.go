@@ -171,6 +171,7 @@ profile in the config file (written by "xpromo apps register"), then defaults.
 		r.webhooksCommand(),
 		r.eventsCommand(),
 		r.listenCommand(),
+		r.complaintsCommand(),
 		r.adminCommand(),
 		r.configCommand(),
 	)

@@ -9,7 +9,7 @@ import (
 )
 
 func (r *runner) adminCommand() *cobra.Command {
-	cmd := group("admin", "operators: app status, wallet adjustments, floor cuts, payout accounts, audit (admin token)",
+	cmd := group("admin", "operators: app status, wallet adjustments, floor cuts, payout accounts, audit, complaints (admin token)",
 		r.adminActionCommand(xpromo.AdminApprove, "approve a pending app", false),
 		r.adminActionCommand(xpromo.AdminReject, "reject an app (a --reason is required)", true),
 		r.adminActionCommand(xpromo.AdminSuspend, "suspend an approved, throttled or live app", false),
@@ -20,6 +20,7 @@ func (r *runner) adminCommand() *cobra.Command {
 		r.adminFloorCutCommand(),
 		r.adminPayoutAccountCommand(),
 		r.adminAuditCommand(),
+		r.adminComplaintsCommand(),
 	)
 	cmd.Long = `The operators' surface (/v1/admin/...). Every command sends the admin token
 (--admin-token, XPROMO_ADMIN_TOKEN, or the profile's admin_token), never the API

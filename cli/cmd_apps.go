@@ -17,8 +17,8 @@ import (
 )
 
 func (r *runner) appsCommand() *cobra.Command {
-	return group("apps", "register an app, read its score, rotate its API key",
-		r.appsRegisterCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand())
+	return group("apps", "register an app, read its score, rotate its API key, choose its earn mode",
+		r.appsRegisterCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsEarnModeCommand())
 }
 
 func (r *runner) appsRegisterCommand() *cobra.Command {

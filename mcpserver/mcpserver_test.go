@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 22 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 26 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -146,6 +146,11 @@ func TestToolsList(t *testing.T) {
 		"list_webhook_attempts":   {true, false, true, false},
 		"redeliver_webhook":       {false, false, false, true},
 		"list_events":             {true, false, true, false},
+		// Earn mode and complaints.
+		"get_earn_mode":    {true, false, true, false},
+		"set_earn_mode":    {false, false, true, false},
+		"create_complaint": {false, false, false, false},
+		"list_complaints":  {true, false, true, false},
 	}
 	for _, tl := range list.Tools {
 		a := tl.Annotations

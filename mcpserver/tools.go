@@ -78,7 +78,7 @@ var ToolNames = append([]string{
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
 	"start_payout_onboarding", "get_payout_account",
-}, webhookToolNames...)
+}, append(webhookToolNames, complaintToolNames...)...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
@@ -329,5 +329,5 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}, webhookTools()...)
+	}, append(webhookTools(), complaintTools()...)...)
 }

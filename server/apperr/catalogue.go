@@ -61,6 +61,15 @@ const (
 	InvalidPayoutAccount = "invalid_payout_account"
 	InvalidNote          = "invalid_note"
 
+	// Earn mode and complaints (docs/apps.md).
+	InvalidEarnMode        = "invalid_earn_mode"
+	EarnModeNotAllowed     = "earn_mode_not_allowed"
+	InvalidComplaintReason = "invalid_complaint_reason"
+	InvalidResolution      = "invalid_resolution"
+	ComplaintNotAllowed    = "complaint_not_allowed"
+	ComplaintOpen          = "complaint_open"
+	ComplaintResolved      = "complaint_resolved"
+
 	// State.
 	InvalidTransition    = "invalid_transition"
 	FloorCannotRise      = "floor_cannot_rise"
@@ -172,8 +181,16 @@ func init() {
 	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
-	def(InvalidNote, 422, "An operator's note (of a ledger adjustment) is longer than 500 bytes, or holds a control or invisible formatting character (as listed under `invalid_characters`).")
+	def(InvalidNote, 422, "An operator's note is too long (a ledger adjustment's: over 500 bytes; a complaint resolution's: over 500 characters), or holds a control or invisible formatting character (as listed under `invalid_characters`).")
 	def(InvalidPayoutAccount, 422, "`account_id` is not a connected payout account id (`acct_` followed by letters, digits or `_`).")
+
+	def(InvalidEarnMode, 422, "`earn_mode` is not one of `cash`, `credits`.")
+	def(EarnModeNotAllowed, 409, "The app is `suspended` or `rejected`; it cannot change its earn mode.")
+	def(InvalidComplaintReason, 422, "`reason` of a complaint is not one of `misleading_ad`, `malware`, `broken_install`, `fraud`, `other`.")
+	def(InvalidResolution, 422, "`resolution` of a complaint is not one of `upheld`, `dismissed`; or the `status` filter of the complaint lists is not one of `open`, `upheld`, `dismissed`.")
+	def(ComplaintNotAllowed, 403, "The reporting app may not complain about this app: it is itself (an app cannot report itself), or it is `pending`, `suspended` or `rejected` and has no chain with the reported app (docs/apps.md, \"Complaints\").")
+	def(ComplaintOpen, 409, "The reporting app already has an open complaint about this app; it can file another once an operator resolves it.")
+	def(ComplaintResolved, 409, "The complaint was already resolved; a complaint is resolved once.")
 
 	def(InvalidTransition, 409, "The requested status change is not allowed from the current status (e.g. approving a suspended app).")
 	def(FloorCannotRise, 409, "A configured or requested floor is above the current floor; floors never rise.")

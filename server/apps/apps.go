@@ -100,6 +100,7 @@ const (
 type Tx interface {
 	// Writer appends score.updated events to the outbox.
 	outbox.Writer
+	EarnModeTx
 
 	InsertApp(ctx context.Context, a App) error
 	// GetApp returns the app with this id; ok is false when there is none.

@@ -118,7 +118,7 @@ func (e *inputEnv) pathParam(name string) string {
 	return map[string]string{
 		"app_id": e.app, "campaign_id": e.campaign, "session_id": e.session, "job_id": e.job,
 		"key_id": "sk_none", "chain_id": "chn_none", "category": "games",
-		"endpoint_id": "we_none", "event_id": "evt_none",
+		"endpoint_id": "we_none", "event_id": "evt_none", "complaint_id": "cmpl_none",
 	}[name]
 }
 
@@ -249,7 +249,7 @@ func TestInputPolicyPathAndQuery(t *testing.T) {
 			}
 			for name := range op.Query {
 				value := map[string]string{"from": "2026-11-01", "to": "2026-11-20", "limit": "10", "cursor": "abc", "period": "last_7_days",
-					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none"}[name]
+					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none", "status": "open"}[name]
 				require.NotEmpty(t, value, "%s: a value for query parameter %s", op.ID, name)
 				if op.Query[name].Matches("array") {
 					continue // repeated by design (the events API's type)
@@ -380,6 +380,11 @@ func (e *inputEnv) bases(t *testing.T) map[string]bodyBase {
 		"sdk_click":     {fields: []field{{"token", `"t"`}}},
 		"sdk_install":   {fields: []field{{"token", `"t"`}, {"countersignature", `"c"`}}},
 		"sdk_heartbeat": {fields: []field{{"heartbeat", `"h"`}}},
+		// The input app is pending and has traded with nobody: it may
+		// choose its earn mode, not complain (complaint_not_allowed).
+		"set_earn_mode":           {valid: true, fields: []field{{"earn_mode", `"credits"`}}},
+		"create_complaint":        {fields: []field{{"app_id", q(e.app)}, {"reason", `"fraud"`}, {"detail", `"x"`}}},
+		"admin_resolve_complaint": {fields: []field{{"resolution", `"upheld"`}, {"note", `"x"`}}},
 	}
 }
 

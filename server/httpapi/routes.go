@@ -27,5 +27,7 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountMoney(public, protected, admin)
 		s.mountSDK(public, protected, admin)
 		s.mountWebhooks(public, protected, admin)
+		s.mountEarnMode(protected)
+		s.mountComplaints(protected, admin)
 	})
 }

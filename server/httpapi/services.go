@@ -5,6 +5,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/complaints"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
@@ -37,6 +38,8 @@ type Services struct {
 	Attribution *attribution.Service
 	// Webhooks serves the webhook endpoints and the events API (webhooks.go).
 	Webhooks *webhooks.Service
+	// Complaints serves the complaint endpoints (complaints.go).
+	Complaints *complaints.Service
 	// Clock is the server's clock, which test mode can advance (sdk.go).
 	Clock TestClock
 	// StripeWebhook receives Stripe's events at POST /v1/stripe/webhook;

@@ -193,6 +193,13 @@ var operations = map[string]opSpec{
 	"redeliver_webhook":       {"POST", "/v1/apps/{app_id}/webhook-endpoints/{endpoint_id}/redeliver", false, true},
 	"list_events":             {"GET", "/v1/apps/{app_id}/events", false, false},
 	"get_event":               {"GET", "/v1/apps/{app_id}/events/{event_id}", false, false},
+	// Earn mode and complaints (API key; resolving: admin).
+	"get_earn_mode":           {"GET", "/v1/apps/{app_id}/earn-mode", false, false},
+	"set_earn_mode":           {"POST", "/v1/apps/{app_id}/earn-mode", false, true},
+	"create_complaint":        {"POST", "/v1/apps/{app_id}/complaints", false, true},
+	"list_complaints":         {"GET", "/v1/apps/{app_id}/complaints", false, false},
+	"admin_list_complaints":   {"GET", "/v1/admin/complaints", false, false},
+	"admin_resolve_complaint": {"POST", "/v1/admin/complaints/{complaint_id}/resolve", false, true},
 }
 
 // optionalBody lists the operations whose JSON body may be left out.
@@ -589,6 +596,13 @@ var wireTypes = map[string]any{
 	"FraudEventData":               xpromo.FraudEventData{},
 	"PayoutEventData":              xpromo.PayoutEventData{},
 	"ScoreEventData":               xpromo.ScoreEventData{},
+	// Earn mode and complaints.
+	"SetEarnModeRequest":      xpromo.SetEarnModeRequest{},
+	"EarnModeState":           xpromo.EarnModeState{},
+	"CreateComplaintRequest":  xpromo.CreateComplaintRequest{},
+	"Complaint":               xpromo.Complaint{},
+	"ComplaintPage":           xpromo.ComplaintPage{},
+	"ResolveComplaintRequest": xpromo.ResolveComplaintRequest{},
 }
 
 func schemaNullable(s *openapi3.Schema) bool {
@@ -667,11 +681,14 @@ func TestSchemasMatchSDKTypes(t *testing.T) {
 	}
 	// Enums.
 	for name, values := range map[string][]string{
-		"Platform":       {string(xpromo.PlatformMac), string(xpromo.PlatformWin)},
-		"AppStatus":      {"pending", "approved", "throttled", "live", "suspended", "rejected"},
-		"CampaignStatus": {"throttled", "active", "paused"},
-		"LineType":       {"topup", "earn", "charge", "escrow_hold", "escrow_release", "clawback", "payout", "adjustment"},
-		"Period":         {"last_7_days", "last_30_days", "last_90_days"},
+		"Platform":        {string(xpromo.PlatformMac), string(xpromo.PlatformWin)},
+		"AppStatus":       {"pending", "approved", "throttled", "live", "suspended", "rejected"},
+		"CampaignStatus":  {"throttled", "active", "paused"},
+		"LineType":        {"topup", "earn", "charge", "escrow_hold", "escrow_release", "clawback", "payout", "adjustment"},
+		"Period":          {"last_7_days", "last_30_days", "last_90_days"},
+		"EarnMode":        {string(xpromo.EarnModeCash), string(xpromo.EarnModeCredits)},
+		"ComplaintReason": {string(xpromo.ComplaintMisleadingAd), string(xpromo.ComplaintMalware), string(xpromo.ComplaintBrokenInstall), string(xpromo.ComplaintFraud), string(xpromo.ComplaintOther)},
+		"ComplaintStatus": {string(xpromo.ComplaintOpen), string(xpromo.ComplaintUpheld), string(xpromo.ComplaintDismissed)},
 	} {
 		var got []string
 		for _, v := range doc.Components.Schemas[name].Value.Enum {

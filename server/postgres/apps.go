@@ -157,3 +157,29 @@ func (t *tx) AdminAudit(ctx context.Context, limit int) ([]apps.AuditEntry, erro
 		})
 	return out, wrap(err, "reading the audit log")
 }
+
+func (t *tx) SetAppEarnMode(ctx context.Context, id string, mode ledger.EarnMode, at time.Time) error {
+	_, err := t.exec(ctx, `UPDATE apps SET earn_mode = $1, updated_at = $2 WHERE id = $3`, string(mode), at, id)
+	return wrap(err, "setting an app's earn mode")
+}
+
+func (t *tx) InsertEarnModeChange(ctx context.Context, c apps.EarnModeChange) error {
+	_, err := t.exec(ctx, `INSERT INTO app_earn_mode_changes (app_id, from_mode, to_mode, at) VALUES ($1, $2, $3, $4)`,
+		c.AppID, string(c.From), string(c.To), c.At)
+	return wrap(err, "recording an earn mode change")
+}
+
+func (t *tx) LastEarnModeChange(ctx context.Context, appID string) (apps.EarnModeChange, bool, error) {
+	c := apps.EarnModeChange{AppID: appID}
+	var from, to string
+	err := t.queryRow(ctx, `SELECT from_mode, to_mode, at FROM app_earn_mode_changes WHERE app_id = $1 ORDER BY seq DESC LIMIT 1`,
+		[]any{appID}, &from, &to, &c.At)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apps.EarnModeChange{}, false, nil
+	}
+	if err != nil {
+		return apps.EarnModeChange{}, false, wrap(err, "reading the earn mode history")
+	}
+	c.From, c.To, c.At = ledger.EarnMode(from), ledger.EarnMode(to), c.At.UTC()
+	return c, true, nil
+}

@@ -13,7 +13,8 @@ import (
 	"github.com/xpromo/xpromo/server/storage"
 )
 
-// The apps' append-only tables (status history, admin audit) refuse
+// The apps' append-only tables (status history, admin audit, earn mode
+// history) refuse
 // UPDATE, DELETE and TRUNCATE through their triggers even for the owner, also
 // with session_replication_role = replica; the application role is refused
 // by its privileges before any trigger runs.
@@ -28,9 +29,11 @@ func TestAppsAppendOnlyLayers(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Act(ctx, a.ID, apps.Approve, "ok")
 	require.NoError(t, err)
+	_, err = svc.SetEarnMode(ctx, a.ID, "credits")
+	require.NoError(t, err)
 
 	owner := ownerConn(t, url)
-	tables := []string{"app_status_history", "admin_audit"}
+	tables := []string{"app_status_history", "admin_audit", "app_earn_mode_changes"}
 	for _, replica := range []bool{false, true} {
 		if replica {
 			_, err := owner.Exec(ctx, "SET session_replication_role = replica")
@@ -61,7 +64,7 @@ func TestAppsAppendOnlyLayers(t *testing.T) {
 		}
 	}
 
-	var history, audit int
-	require.NoError(t, owner.QueryRow(ctx, "SELECT (SELECT count(*) FROM app_status_history), (SELECT count(*) FROM admin_audit)").Scan(&history, &audit))
-	assert.Equal(t, []int{2, 1}, []int{history, audit}, "nothing was changed")
+	var history, audit, modes int
+	require.NoError(t, owner.QueryRow(ctx, "SELECT (SELECT count(*) FROM app_status_history), (SELECT count(*) FROM admin_audit), (SELECT count(*) FROM app_earn_mode_changes)").Scan(&history, &audit, &modes))
+	assert.Equal(t, []int{2, 1, 1}, []int{history, audit, modes}, "nothing was changed")
 }

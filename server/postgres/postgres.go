@@ -229,11 +229,13 @@ const (
 
 // conflictConstraints are the unique constraints whose violation means that a
 // concurrent transaction won a race InTx resolves by running fn again: the
-// operation key, a hold id, and a hold's one resolution.
+// operation key, a hold id, and a hold's one resolution; and a pair of apps'
+// one open complaint.
 var conflictConstraints = map[string]bool{
 	"ledger_operations_key_key": true,
 	"escrow_holds_pkey":         true,
 	"escrow_resolutions_pkey":   true,
+	"complaints_one_open":       true,
 }
 
 // ledgerTables are the tables whose refused changes are ledger_append_only.

@@ -168,3 +168,30 @@ func (t *tx) AdminAudit(ctx context.Context, limit int) ([]apps.AuditEntry, erro
 	}
 	return out, wrap(rows.Err())
 }
+
+func (t *tx) SetAppEarnMode(ctx context.Context, id string, mode ledger.EarnMode, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE apps SET earn_mode = ?, updated_at = ? WHERE id = ?`, string(mode), micros(at), id)
+	return wrap(err)
+}
+
+func (t *tx) InsertEarnModeChange(ctx context.Context, c apps.EarnModeChange) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO app_earn_mode_changes (app_id, from_mode, to_mode, at) VALUES (?, ?, ?, ?)`,
+		c.AppID, string(c.From), string(c.To), micros(c.At))
+	return wrap(err)
+}
+
+func (t *tx) LastEarnModeChange(ctx context.Context, appID string) (apps.EarnModeChange, bool, error) {
+	c := apps.EarnModeChange{AppID: appID}
+	var from, to string
+	var at int64
+	err := t.tx.QueryRowContext(ctx, `SELECT from_mode, to_mode, at FROM app_earn_mode_changes WHERE app_id = ? ORDER BY seq DESC LIMIT 1`, appID).
+		Scan(&from, &to, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apps.EarnModeChange{}, false, nil
+	}
+	if err != nil {
+		return apps.EarnModeChange{}, false, wrap(err)
+	}
+	c.From, c.To, c.At = ledger.EarnMode(from), ledger.EarnMode(to), fromMicros(at)
+	return c, true, nil
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/complaints"
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/jobs"
@@ -32,6 +33,7 @@ import (
 type Tx interface {
 	ledger.Tx
 	apps.Tx
+	complaints.Tx
 	market.Tx
 	payments.Tx
 	idempotency.Tx

@@ -265,6 +265,7 @@ func TestContract(t *testing.T) {
 
 		contractAttribution(t, a, pubKey)
 		contractWebhooks(t, a, pubID, pubKey)
+		contractComplaints(t, a)
 
 		// /mcp is the MCP endpoint: JSON-RPC over the Streamable HTTP
 		// transport, whose messages, statuses and media types the MCP

@@ -219,12 +219,20 @@ func TestMCPToolsMatchOpenAPI(t *testing.T) {
 			if op.body != nil {
 				body := resolve(doc, op.body).(map[string]any)
 				assert.Equal(t, false, body["additionalProperties"])
+				// create_complaint: the body's app_id (the reported app) is
+				// reported_app_id in the tool, whose app_id is the path's.
+				bodyName := func(name string) string {
+					if tl.Name == "create_complaint" && name == "app_id" {
+						return "reported_app_id"
+					}
+					return name
+				}
 				for name, s := range body["properties"].(map[string]any) {
-					wantProps[name] = resolve(doc, s)
+					wantProps[bodyName(name)] = resolve(doc, s)
 				}
 				required, _ := body["required"].([]any) // PATCH bodies require nothing
 				for _, r := range required {
-					wantRequired = append(wantRequired, r.(string))
+					wantRequired = append(wantRequired, bodyName(r.(string)))
 				}
 			}
 			gotProps := in["properties"].(map[string]any)
@@ -539,6 +547,19 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 	// request_payout: top-ups are not withdrawable; the same refusal.
 	sameError("request_payout", app, map[string]any{"app_id": appID}, a.do("POST", "/v1/apps/"+appID+"/payout", key, nil))
 
+	// Earn mode: the tool answers as REST does (switching to the mode the
+	// app has changes nothing, so the REST call after the tool's agrees).
+	same("get_earn_mode", map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID+"/earn-mode", key, nil))
+	same("set_earn_mode", map[string]any{"app_id": appID, "earn_mode": "credits"}, a.do("POST", "/v1/apps/"+appID+"/earn-mode", key, map[string]any{"earn_mode": "credits"}))
+	sameError("set_earn_mode", app, map[string]any{"app_id": appID, "earn_mode": "gold"}, a.do("POST", "/v1/apps/"+appID+"/earn-mode", key, map[string]any{"earn_mode": "gold"}))
+	// Complaints: a pending app that never traded may not complain; its
+	// (empty) list reads the same.
+	sameError("create_complaint", app, map[string]any{"app_id": appID, "reported_app_id": otherID, "reason": "fraud"},
+		a.do("POST", "/v1/apps/"+appID+"/complaints", key, map[string]any{"app_id": otherID, "reason": "fraud"}))
+	sameError("create_complaint", app, map[string]any{"app_id": appID, "reported_app_id": otherID, "reason": "rude"},
+		a.do("POST", "/v1/apps/"+appID+"/complaints", key, map[string]any{"app_id": otherID, "reason": "rude"}))
+	same("list_complaints", map[string]any{"app_id": appID, "limit": 5}, a.do("GET", "/v1/apps/"+appID+"/complaints?limit=5", key, nil))
+
 	// Errors the API finds come back exactly as the REST error body.
 	sameError("create_campaign", app, merge(campaign, "max_bid_cents", 1), a.do("POST", "/v1/campaigns", key, merge(campaign, "max_bid_cents", 1)))
 	sameError("create_campaign", app, merge(campaign, "categories", []any{"knitting"}), a.do("POST", "/v1/campaigns", key, merge(campaign, "categories", []any{"knitting"})))
@@ -556,6 +577,10 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 		"list_webhook_endpoints":  {"app_id": otherID},
 		"update_webhook_endpoint": {"app_id": otherID, "endpoint_id": restEp["id"], "status": "disabled"},
 		"list_webhook_attempts":   {"app_id": appID, "endpoint_id": "we_of_nobody"},
+		"get_earn_mode":           {"app_id": otherID},
+		"set_earn_mode":           {"app_id": otherID, "earn_mode": "cash"},
+		"create_complaint":        {"app_id": otherID, "reported_app_id": appID, "reason": "fraud"},
+		"list_complaints":         {"app_id": otherID},
 	} {
 		e := failed(t, callTool(t, app, tool, args))
 		assert.Equal(t, "not_found", e["code"], tool)
@@ -575,6 +600,17 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 		assert.Contains(t, e["message"], "XPROMO_API_KEY")
 		assert.Contains(t, e["message"], "register_app")
 	}
+
+	// Once approved, the app files a complaint through the tool: the REST
+	// list shows it as the tool answered it.
+	a.expect(200, a.do("POST", "/v1/admin/apps/"+appID+"/approve", adminToken, nil))
+	filed := ok(t, callTool(t, app, "create_complaint", map[string]any{"app_id": appID, "reported_app_id": otherID, "reason": "misleading_ad", "detail": "via MCP"})).(map[string]any)
+	assert.Equal(t, otherID, filed["app_id"])
+	assert.Equal(t, appID, filed["reporter_app_id"])
+	list := a.expect(200, a.do("GET", "/v1/apps/"+appID+"/complaints", key, nil)).json(t)
+	assert.Equal(t, []any{filed}, list["complaints"])
+	sameError("create_complaint", app, map[string]any{"app_id": appID, "reported_app_id": otherID, "reason": "fraud"},
+		a.do("POST", "/v1/apps/"+appID+"/complaints", key, map[string]any{"app_id": otherID, "reason": "fraud"}))
 }
 
 func keysOf(m map[string]any) []string {
@@ -641,6 +677,12 @@ func TestMCPArgumentErrorsMatchREST(t *testing.T) {
 		{"list_events", map[string]any{"app_id": appID, "type": []any{"nope"}}, a.do("GET", "/v1/apps/"+appID+"/events?type=nope", key, nil)},
 		{"list_events", map[string]any{"app_id": appID, "since": "yesterday"}, a.do("GET", "/v1/apps/"+appID+"/events?since=yesterday", key, nil)},
 		{"list_webhook_attempts", map[string]any{"app_id": appID, "endpoint_id": "we_x", "limit": 101}, a.do("GET", "/v1/apps/"+appID+"/webhook-endpoints/we_x/attempts?limit=101", key, nil)},
+		// Earn mode and complaints.
+		{"set_earn_mode", map[string]any{"app_id": appID, "earn_mode": 1}, a.do("POST", "/v1/apps/"+appID+"/earn-mode", key, map[string]any{"earn_mode": 1})},
+		{"set_earn_mode", map[string]any{"app_id": appID, "earn_mode": strings.Repeat("c", 17)}, a.do("POST", "/v1/apps/"+appID+"/earn-mode", key, map[string]any{"earn_mode": strings.Repeat("c", 17)})},
+		{"create_complaint", map[string]any{"app_id": appID, "reported_app_id": appID, "reason": "fraud", "detail": strings.Repeat("d", 2001)},
+			a.do("POST", "/v1/apps/"+appID+"/complaints", key, map[string]any{"app_id": appID, "reason": "fraud", "detail": strings.Repeat("d", 2001)})},
+		{"list_complaints", map[string]any{"app_id": appID, "limit": 1001}, a.do("GET", "/v1/apps/"+appID+"/complaints?limit=1001", key, nil)},
 	}
 	for _, tc := range cases {
 		require.GreaterOrEqual(t, tc.rest.Status, 400, "%s %v: REST accepted it: %s", tc.tool, tc.args, tc.rest.Body)

@@ -202,6 +202,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
+	svc.Complaints = complaintsService(cfg, store)
 	if svc.Limiter, svc.ReadPolicy, svc.WritePolicy, err = rateLimiter(cfg); err != nil {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
