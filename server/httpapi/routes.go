@@ -27,5 +27,6 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountMoney(public, protected, admin)
 		s.mountSDK(public, protected, admin)
 		s.mountWebhooks(public, protected, admin)
+		s.mountGate(public, protected)
 	})
 }
