@@ -15,8 +15,9 @@ import (
 // Reason codes this package puts in Score.reasons (docs/apps.md lists them
 // with those the gate and scoring jobs add).
 const (
-	// ReasonGatePending: the vetting gate has not run yet (its job is queued
-	// or running); the gate booleans are false until it has.
+	// ReasonGatePending: the vetting gate has not decided yet: its job is
+	// running, due, or retrying before any result; the gate booleans are
+	// false until it has run.
 	ReasonGatePending = "gate_pending"
 	// ReasonGateFailed: the last gate job failed without an outcome.
 	ReasonGateFailed = "gate_failed"
@@ -65,7 +66,7 @@ var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 func (s *Service) Score(ctx context.Context, appID string) (xpromo.Score, error) {
 	var sc xpromo.Score
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		sc, err = scoreIn(ctx, tx, appID)
+		sc, err = scoreIn(ctx, tx, appID, s.now())
 		return err
 	})
 	return sc, err
@@ -73,7 +74,7 @@ func (s *Service) Score(ctx context.Context, appID string) (xpromo.Score, error)
 
 // scoreIn reads the app's Score inside tx: what GET /score shows, and what
 // score.updated carries when the operation running in tx changed it.
-func scoreIn(ctx context.Context, tx Tx, appID string) (xpromo.Score, error) {
+func scoreIn(ctx context.Context, tx Tx, appID string, now time.Time) (xpromo.Score, error) {
 	app, ok, err := tx.GetApp(ctx, appID, false)
 	if err != nil {
 		return xpromo.Score{}, err
@@ -112,7 +113,10 @@ func scoreIn(ctx context.Context, tx Tx, appID string) (xpromo.Score, error) {
 		reasons = append(reasons, ReasonOperatorApproved)
 	}
 
-	if g := latest(jobs, xpromo.JobGate, false); g != nil && !finished(g.Status) {
+	if g := latest(jobs, xpromo.JobGate, false); g != nil && !finished(g.Status) &&
+		// A re-check the gate scheduled for later (at a challenge's expiry,
+		// a domain's eligibility) is not pending: next_review_at shows it.
+		(g.Status == xpromo.JobRunning || !g.RunAfter.After(now) || gate == nil) {
 		reasons = append(reasons, ReasonGatePending)
 	} else if g != nil && g.Status == xpromo.JobFailed && g.Result == nil {
 		reasons = append(reasons, ReasonGateFailed)
@@ -173,7 +177,7 @@ func (s *Service) ScoreUpdated(ctx context.Context, tx Tx, appID string) error {
 // tx, in tx: every operation that changes an app's status (or registers
 // it) calls it last, so the event commits with the change it announces.
 func (s *Service) scoreUpdated(ctx context.Context, tx Tx, appID string) error {
-	sc, err := scoreIn(ctx, tx, appID)
+	sc, err := scoreIn(ctx, tx, appID, s.now())
 	if err != nil {
 		return err
 	}

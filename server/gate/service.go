@@ -252,6 +252,7 @@ func (s *Service) log() *slog.Logger {
 // says so and the app is rejected.
 func (s *Service) Run(ctx context.Context, job apps.Job) (jobs.Outcome[Tx], error) {
 	var app apps.App
+	var open bool // the gate may still decide the app
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
 		a, ok, err := tx.GetApp(ctx, job.AppID, false)
 		if err != nil {
@@ -260,13 +261,14 @@ func (s *Service) Run(ctx context.Context, job apps.Job) (jobs.Outcome[Tx], erro
 		if !ok {
 			return jobs.Permanent("not_found", "the job's app does not exist")
 		}
-		app = a
-		return nil
+		h, err := tx.AppStatusHistory(ctx, a.ID)
+		app, open = a, gateOpen(a, h)
+		return err
 	})
 	if err != nil {
 		return jobs.Outcome[Tx]{}, err
 	}
-	rep, err := s.check(ctx, app, job)
+	rep, err := s.check(ctx, app, job, open)
 	if err != nil {
 		return jobs.Outcome[Tx]{}, err
 	}
@@ -287,8 +289,22 @@ func (s *Service) Run(ctx context.Context, job apps.Job) (jobs.Outcome[Tx], erro
 	}}, nil
 }
 
-// check runs the five checks on app.
-func (s *Service) check(ctx context.Context, app apps.App, job apps.Job) (*report, error) {
+// gateOpen reports whether the gate may still move the app: it is pending,
+// or the gate itself rejected it (a re-check). An app an operator (or
+// trading) decided is not the gate's to move.
+func gateOpen(a apps.App, h []apps.StatusChange) bool {
+	switch {
+	case a.Status == xpromo.AppStatusPending:
+		return true
+	case a.Status == xpromo.AppStatusRejected:
+		return len(h) > 0 && h[len(h)-1].Actor == apps.ActorGate
+	}
+	return false
+}
+
+// check runs the five checks on app. With open false (an operator decided
+// the app) no challenge is mailed: the contact is only read.
+func (s *Service) check(ctx context.Context, app apps.App, job apps.Job, open bool) (*report, error) {
 	rep := &report{}
 	s.checkDomain(ctx, app, rep)
 	if err := s.checkDownload(ctx, app, rep); err != nil {
@@ -297,7 +313,7 @@ func (s *Service) check(ctx context.Context, app apps.App, job apps.Job) (*repor
 	// The contact is asked only once everything else passed: no challenge
 	// mail goes to an app the gate rejects anyway.
 	if len(rep.failures) == 0 {
-		if err := s.checkContact(ctx, app, job, rep); err != nil {
+		if err := s.checkContact(ctx, app, job, open, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -456,7 +472,7 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 // contact_email and was answered. Otherwise a live challenge is waited for;
 // an expired unanswered one rejects (unless this job was queued after it
 // expired — a re-check —, which sends a new one); with none, one is sent.
-func (s *Service) checkContact(ctx context.Context, app apps.App, job apps.Job, rep *report) error {
+func (s *Service) checkContact(ctx context.Context, app apps.App, job apps.Job, open bool, rep *report) error {
 	ev := &ContactEvidence{Email: app.ContactEmail}
 	rep.evidence.Contact = ev
 	if s.Challenges == nil || s.Contact == nil {
@@ -488,6 +504,10 @@ func (s *Service) checkContact(ctx context.Context, app apps.App, job apps.Job, 
 			rep.fail(contact.ReasonContactUnverified, false, "the challenge mailed to %s expired at %s unanswered", app.ContactEmail, exp.Format(time.RFC3339))
 			return nil
 		}
+	}
+	if !open {
+		rep.fail(contact.ReasonContactUnverified, false, "not asked: the app's status was decided by an operator")
+		return nil
 	}
 	sent, err := s.Contact.Send(ctx, contact.Request{Subject: app.ID, Email: app.ContactEmail, AppName: app.Name})
 	var limit *contact.LimitError
@@ -536,8 +556,8 @@ func (s *Service) apply(ctx context.Context, tx Tx, job apps.Job, rep *report) e
 	if err != nil {
 		return err
 	}
-	gateRejected := a.Status == xpromo.AppStatusRejected && len(h) > 0 && h[len(h)-1].Actor == apps.ActorGate
-	if a.Status != xpromo.AppStatusPending && !gateRejected {
+	gateRejected := a.Status == xpromo.AppStatusRejected && gateOpen(a, h)
+	if !gateOpen(a, h) {
 		// Decided by an operator (or trading): the result is recorded,
 		// nothing moves.
 		return s.Apps.ScoreUpdated(ctx, tx, a.ID)
