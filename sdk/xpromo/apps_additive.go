@@ -56,7 +56,7 @@ type Job struct {
 	// before: for a gate job the five booleans, the reasons and the
 	// evidence of each check (docs/gate.md); for a scoring job the
 	// reputation.
-	Result json.RawMessage `json:"result"`
+	Result *json.RawMessage `json:"result"`
 }
 
 // JobError is why an attempt at a job failed: a stable lowercase code

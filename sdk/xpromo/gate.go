@@ -16,7 +16,9 @@ type ContactVerifyRequest struct {
 type ContactVerification struct {
 	Status     string    `json:"status"`
 	VerifiedAt time.Time `json:"verified_at"`
-	// AttemptsLeft is how many more codes the challenge would have taken.
+	// AttemptsLeft is how many more codes the challenge takes: 0 once it is
+	// answered (a wrong code is contact_code_invalid, whose message says
+	// how many are left).
 	AttemptsLeft int `json:"attempts_left"`
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"html/template"
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -15,10 +16,6 @@ import (
 // ContactVerifyPath is the public verification page the challenge email
 // links to (with ?token=).
 const ContactVerifyPath = "/v1/contact/verify"
-
-// maxTokenLen bounds the token of a challenge link (43 characters are
-// issued).
-const maxTokenLen = 128
 
 // mountGate: the re-check, the contact challenge's code and resend, and the
 // public verification page.
@@ -85,20 +82,13 @@ func (s *Server) resendContact(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) contactVerifyPage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
-	writeContactPage(w, contactPage{Ask: token != "", Token: token, Action: ContactVerifyPath})
+	// The button POSTs the token in the query, as the link carries it: the
+	// POST takes no body.
+	writeContactPage(w, contactPage{Ask: token != "", Action: ContactVerifyPath + "?" + url.Values{"token": {token}}.Encode()})
 }
 
 func (s *Server) verifyContactToken(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
-		s.writeErr(w, r, apperr.New(apperr.MalformedJSON, "the body must be a form (application/x-www-form-urlencoded) with token="))
-		return
-	}
-	token := r.PostForm.Get("token")
-	if len(token) > maxTokenLen {
-		token = "" // no token of ours is that long
-	}
-	v, err := s.services.Gate.VerifyToken(r.Context(), token)
+	v, err := s.services.Gate.VerifyToken(r.Context(), r.URL.Query().Get("token"))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -108,7 +98,10 @@ func (s *Server) verifyContactToken(w http.ResponseWriter, r *http.Request) {
 
 // wireJob is a job as the API shows it.
 func wireJob(j apps.Job) xpromo.Job {
-	job := xpromo.Job{JobID: j.ID, Kind: j.Kind, Status: j.Status, CreatedAt: j.CreatedAt, RunAfter: j.RunAfter, FinishedAt: j.FinishedAt, Attempts: j.Attempts, Result: j.Result}
+	job := xpromo.Job{JobID: j.ID, Kind: j.Kind, Status: j.Status, CreatedAt: j.CreatedAt, RunAfter: j.RunAfter, FinishedAt: j.FinishedAt, Attempts: j.Attempts}
+	if j.Result != nil {
+		job.Result = &j.Result
+	}
 	if j.LastError != "" {
 		job.LastError = &xpromo.JobError{Code: j.LastError, Message: j.LastErrorMessage}
 	}
@@ -116,10 +109,10 @@ func wireJob(j apps.Job) xpromo.Job {
 }
 
 type contactPage struct {
-	Ask           bool // show the confirm button
-	Token, Action string
-	Done          bool // a POST answered
-	Status        contact.Status
+	Ask    bool // show the confirm button
+	Action string
+	Done   bool // a POST answered
+	Status contact.Status
 }
 
 var contactPageTemplate = template.Must(template.New("contact").Parse(`<!doctype html>
@@ -141,7 +134,7 @@ button { font-size: 1.1rem; padding: .6rem 1.6rem; cursor: pointer; }
 {{else if eq .Status "expired"}}<p>This link expired, or a newer email replaced it. Use the newest email, or ask for a new one (<code>POST /v1/apps/{app_id}/contact/resend</code>).</p>
 {{else}}<p>This link is not valid. Copy the whole link from the email, or enter the code from the email instead.</p>
 {{end}}{{else if .Ask}}<p>An app registered on xpromo named this address as its contact. Confirm that it reaches the people behind the app:</p>
-<form method="post" action="{{.Action}}"><input type="hidden" name="token" value="{{.Token}}"><button type="submit">Confirm this address</button></form>
+<form method="post" action="{{.Action}}"><button type="submit">Confirm this address</button></form>
 <p>If you did not register an app, close this page: nothing happens unless you confirm.</p>
 {{else}}<p>This link is incomplete: copy the whole link from the email.</p>
 {{end}}</body>

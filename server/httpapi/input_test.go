@@ -249,7 +249,7 @@ func TestInputPolicyPathAndQuery(t *testing.T) {
 			}
 			for name := range op.Query {
 				value := map[string]string{"from": "2026-11-01", "to": "2026-11-20", "limit": "10", "cursor": "abc", "period": "last_7_days",
-					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none"}[name]
+					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none", "token": "abc"}[name]
 				require.NotEmpty(t, value, "%s: a value for query parameter %s", op.ID, name)
 				if op.Query[name].Matches("array") {
 					continue // repeated by design (the events API's type)
@@ -380,6 +380,8 @@ func (e *inputEnv) bases(t *testing.T) map[string]bodyBase {
 		"sdk_click":     {fields: []field{{"token", `"t"`}}},
 		"sdk_install":   {fields: []field{{"token", `"t"`}, {"countersignature", `"c"`}}},
 		"sdk_heartbeat": {fields: []field{{"heartbeat", `"h"`}}},
+		// No challenge was sent: a well-formed code answers a 409.
+		"verify_contact_code": {fields: []field{{"code", `"123456"`}}},
 	}
 }
 
