@@ -30,6 +30,9 @@ const (
 	// ReasonSignerMismatch: a macOS app's signature verifies, but its
 	// signing identifier is not the app's bundle_id.
 	ReasonSignerMismatch = "gate_signer_mismatch"
+	// ReasonPlatformMismatch: the package is for the other operating system
+	// than the app's platform (a Windows installer for a mac app).
+	ReasonPlatformMismatch = "gate_platform_mismatch"
 	// ReasonDomainShared: the domain sits under a shared suffix
 	// (github.io, s3.amazonaws.com …) whose age says nothing about the app.
 	ReasonDomainShared = "gate_domain_shared"
@@ -392,7 +395,9 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 	if err == nil {
 		err = pkgread.Match(id, app.BundleID)
 	}
-	if err != nil {
+	if want := platformOf(app.Platform); err == nil && id.Platform != "" && id.Platform != want {
+		rep.fail(ReasonPlatformMismatch, false, "the package is a %s package (%s); the app is registered for %s", id.Platform, id.Format, want)
+	} else if err != nil {
 		r := pkgread.ReasonOf(err)
 		if r == "" {
 			return err // a cancelled context: the job's own failure
@@ -466,6 +471,14 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		rep.fail(r, r == clamav.ReasonScannerUnavailable, "%s", err.Error())
 	}
 	return nil
+}
+
+// platformOf is the package platform an app's platform ships.
+func platformOf(p xpromo.Platform) pkgread.Platform {
+	if p == xpromo.PlatformWin {
+		return pkgread.Windows
+	}
+	return pkgread.MacOS
 }
 
 // checkContact: verified iff the app's newest challenge is for its current

@@ -359,6 +359,8 @@ func TestGateRejections(t *testing.T) {
 				xpromo.Gate{Signed: true, DomainAgeOK: true, BundleMatch: true}},
 			{"msi", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, gate.ReasonSignatureUnsupported,
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
+			{"a Windows package for a mac app", appSpec{bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, gate.ReasonPlatformMismatch,
+				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"not a package", appSpec{pkg: []byte("<html>Download page</html>")}, "gate_package_unknown_format",
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"404", appSpec{}, gate.ReasonDownloadFailed, xpromo.Gate{DomainAgeOK: true}},
