@@ -218,10 +218,8 @@ func (r *report) result() Result {
 	res := Result{GateResult: apps.GateResult{Gate: r.gate, Reasons: []string{}}, Evidence: r.evidence}
 	details := map[string]string{}
 	for _, f := range r.failures {
-		if _, dup := details[f.reason]; !dup {
+		if _, seen := details[f.reason]; !seen {
 			res.Reasons = append(res.Reasons, f.reason)
-		}
-		if _, dup := details[f.reason]; !dup || details[f.reason] == "" {
 			details[f.reason] = f.detail
 		}
 	}
@@ -467,8 +465,13 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		rep.gate.MalwareClean = true
 	case clamav.ReasonMalwareFound:
 		rep.fail(r, false, "the scanner found %s", res.Signature)
+	case clamav.ReasonScannerUnavailable:
+		// The app's owner reads the detail: the scanner's address stays in
+		// the log.
+		s.log().Warn("malware scan failed", slog.String("app_id", app.ID), slog.String("error", err.Error()))
+		rep.fail(r, true, "the malware scanner did not answer")
 	default:
-		rep.fail(r, r == clamav.ReasonScannerUnavailable, "%s", err.Error())
+		rep.fail(r, false, "%s", err.Error())
 	}
 	return nil
 }
@@ -534,7 +537,8 @@ func (s *Service) checkContact(ctx context.Context, app apps.App, job apps.Job, 
 		rep.fail(contact.ReasonContactUndeliverable, false, "%s", err.Error())
 		return nil
 	case contact.ReasonFor(err) == contact.ReasonMailUnavailable:
-		rep.fail(contact.ReasonMailUnavailable, true, "%s", err.Error())
+		s.log().Warn("mailing the contact challenge failed", slog.String("app_id", app.ID), slog.String("error", err.Error()))
+		rep.fail(contact.ReasonMailUnavailable, true, "the challenge email could not be sent (the mail server is unavailable)")
 		return nil
 	default:
 		return err
