@@ -201,10 +201,16 @@ const (
 )
 
 // verdict: any failure rejects (a transient one only reaches here on the
-// last attempt, or next to a definitive one), with the first failure's
-// code as the history reason; all four checks passed and the contact not
-// verified yet waits; everything passed approves.
+// last attempt, or next to a definitive one), with the first definitive
+// failure's code as the history reason (else the first's); all four checks
+// passed and the contact not verified yet waits; everything passed
+// approves.
 func (r *report) verdict() (verdict, string) {
+	for _, f := range r.failures {
+		if !f.transient {
+			return reject, f.reason
+		}
+	}
 	switch {
 	case len(r.failures) > 0:
 		return reject, r.failures[0].reason

@@ -389,6 +389,22 @@ func TestGateRejections(t *testing.T) {
 	})
 }
 
+// A check that could not run next to one that failed for good: the app is
+// rejected at once, for the definitive reason, and both are listed.
+func TestGateDefinitiveFailureWinsOverATransientOne(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		w := newWorld(t, s, counterparts{inbox: gatetest.SMTP(t)}) // no clamd
+		a := w.register(appSpec{pkg: gatetest.App("com.snip.app", gatetest.AppOptions{})})
+		w.run()
+		sc := w.score(a.ID)
+		assert.Equal(t, xpromo.AppStatusRejected, sc.Status)
+		assert.Equal(t, []string{"gate_unsigned_binary", clamav.ReasonScannerUnavailable, apps.ReasonReputationPending}, sc.Reasons)
+		h := w.view(a.ID).History
+		assert.Equal(t, "gate_unsigned_binary", h[len(h)-1].Reason)
+		assert.Equal(t, 1, w.gateJobs(a.ID)[0].Attempts, "not retried")
+	})
+}
+
 // A young domain: rejected with gate_domain_too_young, retry_after and
 // next_review_at at the eligibility date, where a re-check is queued; the
 // app cannot ask for one earlier. At that date the gate checks again,
