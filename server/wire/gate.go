@@ -29,8 +29,10 @@ type GateConfig struct {
 	// chain to (Microsoft's code-signing roots, Apple Root CA).
 	RootsFile string
 	// ClamdAddress is clamd's address (tcp://host:port, host:port,
-	// unix:///path or /path).
-	ClamdAddress string
+	// unix:///path or /path). ClamdMaxStreamBytes is the most streamed to
+	// it (0: 100 MiB); keep it at or below clamd's StreamMaxLength.
+	ClamdAddress        string
+	ClamdMaxStreamBytes int64
 	// RDAP: a fixed server, or IANA's bootstrap file from a URL or a file.
 	RDAPBaseURL, RDAPBootstrapURL, RDAPBootstrapFile string
 	// SMTP server that mails the contact challenges.
@@ -100,7 +102,7 @@ func gateService(cfg Config, store storage.Store, appsSvc *apps.Service) (*gate.
 		}
 	}
 	if g.ClamdAddress != "" {
-		c, err := clamav.New(clamav.Config{Address: g.ClamdAddress})
+		c, err := clamav.New(clamav.Config{Address: g.ClamdAddress, MaxStreamBytes: g.ClamdMaxStreamBytes})
 		if err != nil {
 			return nil, fmt.Errorf("gate: clamd: %w", err)
 		}

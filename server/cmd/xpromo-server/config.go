@@ -97,6 +97,7 @@ var settings = []setting{
 	// The vetting gate (docs/gate.md).
 	{flag: "gate-roots-file", env: "XPROMO_GATE_ROOTS_FILE", def: "", usage: "PEM file of the code-signing roots app downloads must chain to (Microsoft code-signing roots, Apple Root CA); empty: no real download is trusted (gate_untrusted_signer); required in live mode", serveOnly: true},
 	{flag: "clamd-address", env: "XPROMO_CLAMD_ADDRESS", def: "", usage: "clamd address for the malware scan: tcp://host:port, host:port, unix:///path or /path; empty: real downloads cannot be scanned (gate_scanner_unavailable); required in live mode", serveOnly: true},
+	{flag: "clamd-max-stream", env: "XPROMO_CLAMD_MAX_STREAM", def: "104857600", usage: "most bytes of a download streamed to clamd (larger: gate_too_large_to_scan); keep it at or below clamd's StreamMaxLength", serveOnly: true},
 	{flag: "rdap-base-url", env: "XPROMO_RDAP_BASE_URL", def: "", usage: "RDAP server asked about every domain; empty: the server IANA's bootstrap file names for the TLD", serveOnly: true},
 	{flag: "rdap-bootstrap-url", env: "XPROMO_RDAP_BOOTSTRAP_URL", def: "", usage: "where IANA's RDAP bootstrap file (dns.json) is fetched; empty: https://data.iana.org/rdap/dns.json", serveOnly: true},
 	{flag: "rdap-bootstrap-file", env: "XPROMO_RDAP_BOOTSTRAP_FILE", def: "", usage: "local copy of IANA's dns.json, read instead of fetching it", serveOnly: true},
@@ -352,11 +353,13 @@ func gateConfig(cfg *config, get func(string) string, source map[string]string) 
 	if g.SMTP.Host != "" && g.SMTP.From == "" {
 		return usagef("%s: the sender of the challenge emails is required with an SMTP server", source["smtp-from"])
 	}
-	n, err := strconv.ParseInt(get("gate-max-download"), 10, 64)
-	if err != nil || n < 1 {
-		return usagef("%s: %q is not a positive number of bytes", source["gate-max-download"], get("gate-max-download"))
+	for name, dst := range map[string]*int64{"gate-max-download": &g.MaxDownloadBytes, "clamd-max-stream": &g.ClamdMaxStreamBytes} {
+		n, err := strconv.ParseInt(get(name), 10, 64)
+		if err != nil || n < 1 {
+			return usagef("%s: %q is not a positive number of bytes", source[name], get(name))
+		}
+		*dst = n
 	}
-	g.MaxDownloadBytes = n
 	for name, dst := range map[string]*time.Duration{"gate-download-timeout": &g.DownloadTimeout, "gate-job-budget": &g.Budget} {
 		d, err := time.ParseDuration(get(name))
 		if err != nil || d <= 0 {

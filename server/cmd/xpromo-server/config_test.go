@@ -40,7 +40,7 @@ func TestConfigDefaults(t *testing.T) {
 // defaultGate is the gate's configuration with no setting given: no
 // counterpart but RDAP through IANA's bootstrap file.
 var defaultGate = wire.GateConfig{SMTP: contact.SMTPConfig{TLS: contact.TLSStartTLS},
-	MaxDownloadBytes: 1 << 30, DownloadTimeout: 10 * time.Minute, Budget: 15 * time.Minute}
+	MaxDownloadBytes: 1 << 30, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: 10 * time.Minute, Budget: 15 * time.Minute}
 
 // The gate's settings: read, checked, and live mode's requirements named.
 func TestConfigGate(t *testing.T) {
@@ -50,11 +50,11 @@ func TestConfigGate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, wire.GateConfig{RootsFile: "/etc/xpromo/roots.pem", ClamdAddress: "unix:///run/clamav/clamd.ctl", RDAPBootstrapFile: "/srv/dns.json",
 		SMTP:             contact.SMTPConfig{Host: "mail.example.com", TLS: contact.TLSImplicit, Password: "pw", From: "xpromo <verify@example.com>"},
-		MaxDownloadBytes: 1000, DownloadTimeout: time.Minute, Budget: 2 * time.Minute}, cfg.Gate)
+		MaxDownloadBytes: 1000, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: time.Minute, Budget: 2 * time.Minute}, cfg.Gate)
 
 	for _, bad := range [][]string{
 		{"--smtp-tls", "ssl"}, {"--smtp-port", "70000"}, {"--smtp-host", "mail.example.com"}, {"--gate-max-download", "0"},
-		{"--gate-download-timeout", "soon"}, {"--gate-job-budget", "5m"},
+		{"--gate-download-timeout", "soon"}, {"--clamd-max-stream", "-1"}, {"--gate-job-budget", "5m"},
 	} {
 		_, err := parseConfig("serve", bad, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 		var ue *usageError
