@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -221,8 +222,30 @@ func (w *world) follow(addr string) {
 	require.ErrorContains(w.t, w.gate.Follow(ctx, m.Link), "used")
 }
 
+// One clamd serves the package's tests (it takes seconds to start).
+var clamd struct {
+	once sync.Once
+	addr string
+	stop func()
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if clamd.stop != nil {
+		clamd.stop()
+	}
+	os.Exit(code)
+}
+
+func sharedClamd(t *testing.T) string {
+	clamd.once.Do(func() { clamd.addr, clamd.stop, clamd.err = gatetest.StartClamd() })
+	gatetest.NeedClamd(t, clamd.err)
+	return clamd.addr
+}
+
 func sandboxWorlds(t *testing.T, fn func(t *testing.T, w *world)) {
-	cp := counterparts{clamd: gatetest.Clamd(t), inbox: gatetest.SMTP(t)}
+	cp := counterparts{clamd: sharedClamd(t), inbox: gatetest.SMTP(t)}
 	storagetest.Each(t, func(t *testing.T, s storage.Store) { fn(t, newWorld(t, s, cp)) })
 }
 

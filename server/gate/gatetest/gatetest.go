@@ -13,6 +13,7 @@ import (
 	"crypto/md5"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -40,63 +41,110 @@ import (
 // EICAR is the anti-virus test file: harmless, detected by agreement.
 const EICAR = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`
 
+// ErrNoClamd: clamd is not installed.
+var ErrNoClamd = errors.New("clamd is not installed (Debian: apt-get install clamav-daemon)")
+
 // Clamd starts clamd on a loopback TCP port with a database of two EICAR
-// signatures and returns its address (tcp://127.0.0.1:port). Without clamd
-// the test is skipped, or fails when XPROMO_TEST_REQUIRE_CLAMD is set (CI).
+// signatures and returns its address (tcp://127.0.0.1:port); it stops with
+// the test. Without clamd the test is skipped, or fails when
+// XPROMO_TEST_REQUIRE_CLAMD is set (CI).
 func Clamd(t testing.TB) string {
 	t.Helper()
+	addr, stop, err := StartClamd()
+	NeedClamd(t, err)
+	t.Cleanup(stop)
+	return addr
+}
+
+// NeedClamd skips (or, with XPROMO_TEST_REQUIRE_CLAMD, fails) the test when
+// err is ErrNoClamd, and fails it on any other error.
+func NeedClamd(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case errors.Is(err, ErrNoClamd) && os.Getenv("XPROMO_TEST_REQUIRE_CLAMD") == "":
+		t.Skip(err.Error() + "; skipping the tests against a real clamd")
+	case err != nil:
+		t.Fatal(err)
+	}
+}
+
+// StartClamd starts a clamd as Clamd does, for a whole test binary
+// (TestMain): stop it when done.
+func StartClamd() (addr string, stop func(), err error) {
 	bin, err := exec.LookPath("clamd")
 	if err != nil {
 		bin = "/usr/sbin/clamd"
 		if _, err := os.Stat(bin); err != nil {
-			const msg = "clamd is not installed (Debian: apt-get install clamav-daemon)"
-			if os.Getenv("XPROMO_TEST_REQUIRE_CLAMD") != "" {
-				t.Fatal(msg + ", and XPROMO_TEST_REQUIRE_CLAMD is set")
-			}
-			t.Skip(msg + "; skipping the tests against a real clamd")
+			return "", nil, ErrNoClamd
 		}
 	}
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "gatetest-clamd")
+	if err != nil {
+		return "", nil, err
+	}
+	fail := func(err error) (string, func(), error) {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
 	db := filepath.Join(dir, "db")
-	must(t, os.Mkdir(db, 0o755))
+	if err := os.Mkdir(db, 0o755); err != nil {
+		return fail(err)
+	}
 	sum := md5.Sum([]byte(EICAR))
-	must(t, os.WriteFile(filepath.Join(db, "test.hdb"), fmt.Appendf(nil, "%s:%d:Test.EICAR.MD5\n", hex.EncodeToString(sum[:]), len(EICAR)), 0o644))
-	must(t, os.WriteFile(filepath.Join(db, "test.ndb"), fmt.Appendf(nil, "Test.EICAR.Body:0:*:%s\n", hex.EncodeToString([]byte("EICAR-STANDARD-ANTIVIRUS-TEST-FILE"))), 0o644))
+	if err := os.WriteFile(filepath.Join(db, "test.hdb"), fmt.Appendf(nil, "%s:%d:Test.EICAR.MD5\n", hex.EncodeToString(sum[:]), len(EICAR)), 0o644); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(db, "test.ndb"), fmt.Appendf(nil, "Test.EICAR.Body:0:*:%s\n", hex.EncodeToString([]byte("EICAR-STANDARD-ANTIVIRUS-TEST-FILE"))), 0o644); err != nil {
+		return fail(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := ln.Addr().String()
+	if err != nil {
+		return fail(err)
+	}
+	tcp := ln.Addr().String()
 	ln.Close()
-	host, port, _ := net.SplitHostPort(addr)
+	host, port, _ := net.SplitHostPort(tcp)
 	conf := filepath.Join(dir, "clamd.conf")
-	must(t, os.WriteFile(conf, fmt.Appendf(nil, "Foreground yes\nDatabaseDirectory %s\nTCPAddr %s\nTCPSocket %s\nPidFile %s\nLogFile %s\n",
-		db, host, port, filepath.Join(dir, "clamd.pid"), filepath.Join(dir, "clamd.log")), 0o644))
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "Foreground yes\nDatabaseDirectory %s\nTCPAddr %s\nTCPSocket %s\nPidFile %s\nLogFile %s\n",
+		db, host, port, filepath.Join(dir, "clamd.pid"), filepath.Join(dir, "clamd.log")), 0o644); err != nil {
+		return fail(err)
+	}
 	cmd := exec.Command(bin, "-c", conf)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	must(t, cmd.Start())
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
+	stop = func() {
 		cmd.Process.Kill()
 		<-exited
-	})
-	address := "tcp://" + addr
-	client, err := clamav.New(clamav.Config{Address: address, Timeout: 10 * time.Second})
-	must(t, err)
+		os.RemoveAll(dir)
+	}
+	addr = "tcp://" + tcp
+	client, err := clamav.New(clamav.Config{Address: addr, Timeout: 10 * time.Second})
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := client.Ping(ctx)
 		cancel()
 		if err == nil {
-			return address
+			return addr, stop, nil
 		}
 		select {
 		case werr := <-exited:
-			t.Fatalf("clamd exited (%v):\n%s", werr, out.String())
+			exited <- werr // for stop
+			stop()
+			return "", nil, fmt.Errorf("clamd exited (%v):\n%s", werr, out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("clamd did not answer PING: %v\n%s", err, out.String())
+			stop()
+			return "", nil, fmt.Errorf("clamd did not answer PING: %v\n%s", err, out.String())
 		}
 	}
 }
