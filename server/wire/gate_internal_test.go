@@ -23,7 +23,7 @@ func TestGateLiveModeNeedsItsCounterparts(t *testing.T) {
 	s := storagetest.SQLite(t)
 	_, err := gateService(Config{Logger: slog.New(slog.DiscardHandler), Now: time.Now, Mode: httpapi.ModeLive, BaseURL: "http://127.0.0.1:8080"}, s, nil)
 	require.Error(t, err)
-	for _, want := range []string{"--gate-roots-file", "--clamd-address", "--smtp-host", "--base-url"} {
+	for _, want := range []string{"--gate-roots-file", "--clamd-address", "--smtp-host"} {
 		assert.Contains(t, err.Error(), want)
 	}
 
