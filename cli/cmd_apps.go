@@ -17,8 +17,9 @@ import (
 )
 
 func (r *runner) appsCommand() *cobra.Command {
-	return group("apps", "register an app, read its score, rotate its API key, choose its earn mode",
-		r.appsRegisterCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsEarnModeCommand())
+	return group("apps", "register an app, read its score, rotate its API key, choose its earn mode, answer the vetting gate",
+		r.appsRegisterCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsEarnModeCommand(),
+		r.appsRecheckCommand(), r.appsVerifyContactCommand(), r.appsResendContactCommand())
 }
 
 func (r *runner) appsRegisterCommand() *cobra.Command {
@@ -317,6 +318,92 @@ prints the API's answer, key included.`,
 				return fmt.Errorf("the key was rotated but could not be saved (copy it from above): %w", saveErr)
 			}
 			return nil
+		},
+	}
+	r.addAppIDFlag(cmd)
+	return cmd
+}
+
+func (r *runner) appsRecheckCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "recheck",
+		Short: "run the vetting gate again for an app it rejected (POST /v1/apps/{app_id}/gate/recheck)",
+		Long: `After fixing what the score's reasons say (a signed build at the same
+download_url, …), runs the gate again: the app goes back to pending and a gate
+job is queued; prints that job. Follow it with "apps score --watch". Refused for
+an app an operator decided (gate_recheck_refused) and while its domain is too
+young (gate_domain_too_young, with retry_after).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			j, err := c.RecheckGate(cmd.Context(), appID)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return kv(r.env.Stdout, [2]string{"job_id", j.JobID}, [2]string{"status", string(j.Status)}, [2]string{"run_after", ts(j.RunAfter)})
+		},
+	}
+	r.addAppIDFlag(cmd)
+	return cmd
+}
+
+func (r *runner) appsVerifyContactCommand() *cobra.Command {
+	var code string
+	cmd := &cobra.Command{
+		Use:   "verify-contact --code 123456",
+		Short: "answer the contact challenge with the code from its email (POST /v1/apps/{app_id}/contact/verify)",
+		Long: `The gate mails the app's contact_email a link and a 6-digit code; this answers
+the code (opening the link does the same). The gate then runs again at once.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := required(cmd, "code"); err != nil {
+				return err
+			}
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			v, err := c.VerifyContactCode(cmd.Context(), appID, code)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return kv(r.env.Stdout, [2]string{"status", v.Status}, [2]string{"verified_at", ts(v.VerifiedAt)})
+		},
+	}
+	cmd.Flags().StringVar(&code, "code", "", "the 6-digit code from the challenge email")
+	r.addAppIDFlag(cmd)
+	return cmd
+}
+
+func (r *runner) appsResendContactCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resend-contact",
+		Short: "mail the contact challenge again (POST /v1/apps/{app_id}/contact/resend)",
+		Long: `Mails the app's contact_email a new link and code (valid 24 hours), replacing
+the previous ones. At most one a minute and five a day (contact_resend_too_soon).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			ch, err := c.ResendContactChallenge(cmd.Context(), appID)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return kv(r.env.Stdout, [2]string{"email", ch.Email}, [2]string{"expires_at", ts(ch.ExpiresAt)})
 		},
 	}
 	r.addAppIDFlag(cmd)

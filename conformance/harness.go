@@ -197,12 +197,15 @@ type App struct {
 func Registration(platform xpromo.Platform) *xpromo.RegisterAppRequest {
 	suffix := randomHex(6)
 	return &xpromo.RegisterAppRequest{
-		Name:         "Conformance " + suffix,
-		Platform:     platform,
-		BundleID:     "com.example.conformance.a" + suffix,
-		Domain:       "example.com",
-		DownloadURL:  "https://example.com/download/conformance-" + suffix + ".dmg",
-		ContactEmail: "team@example.com",
+		Name:        "Conformance " + suffix,
+		Platform:    platform,
+		BundleID:    "com.example.conformance.a" + suffix,
+		Domain:      "example.com",
+		DownloadURL: "https://example.com/download/conformance-" + suffix + ".dmg",
+		// unverified@example.com: the reference server's gate sandbox (test
+		// mode, docs/gate.md) never answers its challenge, so a fresh app stays
+		// pending until an operator decides, whatever its gate does meanwhile.
+		ContactEmail: "unverified@example.com",
 	}
 }
 

@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 26 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 29 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -151,6 +151,11 @@ func TestToolsList(t *testing.T) {
 		"set_earn_mode":    {false, false, true, false},
 		"create_complaint": {false, false, false, false},
 		"list_complaints":  {true, false, true, false},
+		// The gate: a re-check fetches the download, looks the domain up and
+		// may mail the contact; a resend mails it.
+		"recheck_gate":             {false, false, true, true},
+		"verify_contact_code":      {false, false, false, false},
+		"resend_contact_challenge": {false, false, false, true},
 	}
 	for _, tl := range list.Tools {
 		a := tl.Annotations

@@ -231,6 +231,8 @@ func scoreSchema() schema {
 		},
 		"reasons":        array(str(200, ""), 100, "Reason codes."),
 		"next_review_at": dateTime(""),
+		"retry_after": withDesc(schema{"type": []any{"string", "null"}, "format": "date-time", "maxLength": maxDateTimeLength},
+			"With gate_domain_too_young in reasons: the date the domain becomes eligible (the gate re-checks then by itself). Null otherwise."),
 	})
 }
 

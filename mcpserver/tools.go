@@ -30,9 +30,9 @@ const codeInvalidType = "invalid_type"
 //     request_payout (a transfer to the app's connected account at the
 //     payment processor) and register_app (it queues the vetting gate, whose
 //     checks look the domain up over RDAP, fetch the download URL and email
-//     the contact; the reference server does not run them yet, and the hint
-//     is set already so that an agent's approval rules stay right when it
-//     does) do; the rest read or change only xpromo's own records.
+//     the contact), recheck_gate and resend_contact_challenge (the same
+//     checks, the same email) do; the rest read or change only xpromo's own
+//     records.
 type hints struct {
 	readOnly, destructive, idempotent, openWorld bool
 }
@@ -78,7 +78,7 @@ var ToolNames = append([]string{
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
 	"start_payout_onboarding", "get_payout_account",
-}, append(webhookToolNames, complaintToolNames...)...)
+}, append(append(webhookToolNames, complaintToolNames...), gateToolNames...)...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
@@ -90,13 +90,14 @@ func allTools() []*tool {
 			title: "Register an app",
 			description: "Register a macOS or Windows app with the network (POST /v1/apps). Returns its app_id and its API key, " +
 				"shown only once: keep it. The app starts pending and its vetting gate job is queued (domain at least six months old, download serving bundle_id, signed, " +
-				"contact email answering a challenge); the reference server does not run the gate's checks yet, so an operator approves or rejects the app. Needs no key.",
+				"contact email answering a challenge, malware-free); the server runs the checks within seconds and the app becomes approved or rejected, with reason codes (get_score). " +
+				"On a test-mode server, reserved names (example.com, *.example, *.test) are answered by built-in sandbox counterparts, so such an app is approved by itself. Needs no key.",
 			params: []param{
 				{name: "name", required: true, schema: nonEmpty(200, "Display name of the app.")},
 				{name: "platform", required: true, schema: enum("mac (macOS) or win (Windows).", "mac", "win")},
 				{name: "bundle_id", required: true, schema: nonEmpty(255, "Bundle identifier (macOS CFBundleIdentifier, Windows package identity), e.g. com.example.app.")},
 				{name: "domain", required: true, schema: nonEmpty(253, "The app's web domain, e.g. example.com; the vetting gate requires it to be at least six months old.")},
-				{name: "download_url", required: true, schema: strFormat("uri", maxURLLength, "Absolute https URL that serves the app's download; it must contain bundle_id.")},
+				{name: "download_url", required: true, schema: strFormat("uri", maxURLLength, "Absolute https URL that serves the app's download, a zipped .app (macOS) or a signed .exe (Windows); the package must declare bundle_id.")},
 				{name: "contact_email", required: true, schema: strFormat("email", 254, "Contact address; the vetting gate requires it to answer a challenge message.")},
 				{name: "category", schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
 					"Optional: the rate-card category key the app's own slots sell inventory in.")},
@@ -329,5 +330,5 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}, append(webhookTools(), complaintTools()...)...)
+	}, append(append(webhookTools(), complaintTools()...), gateTools()...)...)
 }

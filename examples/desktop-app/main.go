@@ -2,8 +2,9 @@
 // a running xpromo server, and tells the whole story of one paid install:
 //
 //   - a publisher app, "Clipboard Pro", and an advertiser app, "Snip",
-//     register with the REST client (sdk/xpromo) and an operator approves
-//     them; the advertiser tops up in test mode and runs a campaign in the
+//     register with the REST client (sdk/xpromo) and the vetting gate
+//     approves them (its test-mode sandbox answers their example.com and
+//     example.org names); the advertiser tops up in test mode and runs a campaign in the
 //     publisher's category; each app makes an SDK key (sdk/attribution)
 //     and registers its public half;
 //   - inside the publisher app the in-app SDK (sdk/slots) fills the
@@ -155,7 +156,7 @@ func parseFlags(args []string, env func(string) string, stderr io.Writer) (confi
 	case !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://"):
 		return cfg, fmt.Errorf("--base-url %q is not an http(s) URL", cfg.BaseURL)
 	case cfg.AdminToken == "":
-		return cfg, errors.New("the operator token is required (to approve the apps and move the test clock): --admin-token or XPROMO_ADMIN_TOKEN")
+		return cfg, errors.New("the operator token is required (to move the test clock and run the sweep): --admin-token or XPROMO_ADMIN_TOKEN")
 	case cfg.Category == "":
 		return cfg, errors.New("--category must not be empty")
 	case cfg.Wait < 0:

@@ -26,8 +26,8 @@ import (
 const adminToken = "desktop-app-test-admin-token"
 
 // startServer runs the real server (server/wire on a fresh SQLite store,
-// test mode, its default rate limits and real clock) behind httptest, as
-// `make demo` runs xpromo-server.
+// test mode, its default rate limits and real clock, its job runner, so the
+// vetting gate decides) behind httptest, as `make demo` runs xpromo-server.
 func startServer(t *testing.T, cfg wire.Config) string {
 	t.Helper()
 	var handler http.Handler
@@ -40,9 +40,10 @@ func startServer(t *testing.T, cfg wire.Config) string {
 		cfg.AdminToken = adminToken
 	}
 	cfg.BaseURL = ts.URL
-	srv, err := wire.New(cfg, storagetest.SQLite(t))
+	srv, err := wire.Build(cfg, storagetest.SQLite(t))
 	require.NoError(t, err)
-	handler = srv
+	handler = srv.HTTP
+	runJobs(t, srv)
 	return ts.URL
 }
 
@@ -233,6 +234,7 @@ func TestStoryWithWebhooks(t *testing.T) {
 	srv, err := wire.Build(wire.Config{Mode: httpapi.ModeTest, AdminToken: adminToken, BaseURL: ts.URL, WebhooksAllowLoopback: true}, storagetest.SQLite(t))
 	require.NoError(t, err)
 	handler = srv.HTTP
+	runJobs(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.RunWebhooks(ctx); close(done) }()
@@ -287,4 +289,12 @@ func TestStoryWithWebhooks(t *testing.T) {
 	o.Webhooks = slices.Clone(res.Webhooks)
 	slices.Reverse(o.Webhooks)
 	assert.Error(t, checkWebhooks(&o))
+}
+
+// runJobs runs srv's job queue (the vetting gate) until the test ends.
+func runJobs(t *testing.T, srv *wire.Server) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.RunJobs(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 }

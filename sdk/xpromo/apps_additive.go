@@ -52,6 +52,11 @@ type Job struct {
 	// LastError is the error of the job's last failed attempt; null when
 	// none failed. A job that succeeded after a retry keeps it.
 	LastError *JobError `json:"last_error"`
+	// Result (additive) is what the job recorded when it succeeded, null
+	// before: for a gate job the five booleans, the reasons and the
+	// evidence of each check (docs/gate.md); for a scoring job the
+	// reputation.
+	Result *json.RawMessage `json:"result"`
 }
 
 // JobError is why an attempt at a job failed: a stable lowercase code

@@ -61,3 +61,33 @@ func nonNil[T any](p *T) *T {
 	}
 	return p
 }
+
+// RecheckGate runs the vetting gate again for an app the gate rejected
+// (POST /v1/apps/{app_id}/gate/recheck): the app goes back to pending and
+// the returned gate job is queued (a pending app gets its queued job).
+// Refused with gate_recheck_refused for an app an operator decided or one
+// already approved, and gate_domain_too_young (RetryAfter) while its
+// domain is still too young.
+func (c *Client) RecheckGate(ctx context.Context, appID string, opts ...CallOption) (*Job, error) {
+	out := new(Job)
+	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/gate/recheck", appID)}, out, opts)
+	return result(out, err)
+}
+
+// VerifyContactCode answers the contact challenge with the 6-digit code
+// from its email (POST /v1/apps/{app_id}/contact/verify). Wrong codes are
+// contact_code_invalid; see docs/gate.md for the others.
+func (c *Client) VerifyContactCode(ctx context.Context, appID, code string, opts ...CallOption) (*ContactVerification, error) {
+	out := new(ContactVerification)
+	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/contact/verify", appID), body: &ContactVerifyRequest{Code: code}}, out, opts)
+	return result(out, err)
+}
+
+// ResendContactChallenge mails the app's contact address a new challenge
+// (POST /v1/apps/{app_id}/contact/resend); contact_resend_too_soon (429,
+// RetryAfter) within one a minute or five a day.
+func (c *Client) ResendContactChallenge(ctx context.Context, appID string, opts ...CallOption) (*ContactChallenge, error) {
+	out := new(ContactChallenge)
+	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/contact/resend", appID)}, out, opts)
+	return result(out, err)
+}

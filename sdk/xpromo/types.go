@@ -83,6 +83,10 @@ type Score struct {
 	// Reasons are reason codes (never null; [] when there are none).
 	Reasons      []string  `json:"reasons"`
 	NextReviewAt time.Time `json:"next_review_at"`
+	// RetryAfter (additive) is when a gate check that failed for a
+	// time-bound reason can pass: for gate_domain_too_young, the date the
+	// domain becomes eligible. Null otherwise.
+	RetryAfter *time.Time `json:"retry_after"`
 }
 
 // MarshalJSON emits Reasons as [] when nil.

@@ -119,6 +119,18 @@ const (
 	InvalidEventType        = "invalid_event_type"
 	TooManyWebhookEndpoints = "too_many_webhook_endpoints"
 	WebhookEndpointDisabled = "webhook_endpoint_disabled"
+
+	// Vetting gate (docs/gate.md).
+	GateRecheckRefused      = "gate_recheck_refused"
+	GateDomainTooYoung      = "gate_domain_too_young"
+	ContactCodeInvalid      = "contact_code_invalid"
+	ContactCodeLocked       = "contact_code_locked"
+	ContactChallengeExpired = "contact_challenge_expired"
+	ContactChallengeUsed    = "contact_challenge_used"
+	ContactNoChallenge      = "contact_no_challenge"
+	ContactAlreadyVerified  = "contact_already_verified"
+	ContactResendTooSoon    = "contact_resend_too_soon"
+	ContactUndeliverable    = "contact_undeliverable"
 )
 
 // catalogue maps a code to its entries; the first is the default status.
@@ -211,6 +223,17 @@ func init() {
 	def(HoldMismatch, 422, "An escrow release or charge disagrees with its hold (amount or advertiser).")
 	def(LedgerAppendOnly, 500, "Something tried to update or delete a ledger row; the database refused it.")
 	def(Conflict, 409, "A concurrent transaction touched the same rows; retry the request.")
+
+	def(GateRecheckRefused, 409, "`POST /apps/{app_id}/gate/recheck`: the app is not one the gate rejected nor a pending one: an operator decided it (only an operator can send it back to review), or it is already approved, trading or suspended.")
+	def(GateDomainTooYoung, 409, "`POST /apps/{app_id}/gate/recheck`: the gate rejected the app because its domain is less than six months old, and it still is; `retry_after` is the date the domain becomes eligible, when the gate checks again by itself. (Also a reason code of `Score.reasons`.)")
+	def(ContactCodeInvalid, 422, "`POST /apps/{app_id}/contact/verify`: `code` is not the 6-digit code of the app's newest challenge (the message says how many attempts are left).")
+	def(ContactCodeLocked, 409, "`POST /apps/{app_id}/contact/verify`: five wrong codes were tried against the challenge; its link still works, or ask for a new one (`contact/resend`).")
+	def(ContactChallengeExpired, 409, "`POST /apps/{app_id}/contact/verify`: the newest challenge expired (24 hours) unanswered; ask for a new one (`contact/resend`).")
+	def(ContactChallengeUsed, 409, "`POST /apps/{app_id}/contact/verify`: the newest challenge was already answered.")
+	def(ContactNoChallenge, 409, "`POST /apps/{app_id}/contact/verify`: no challenge was mailed to the app yet (the gate sends one once the other checks pass; `contact/resend` sends one now).")
+	def(ContactAlreadyVerified, 409, "`POST /apps/{app_id}/contact/resend`: the app's current contact address already answered a challenge.")
+	def(ContactResendTooSoon, 429, "`POST /apps/{app_id}/contact/resend`: at most one challenge a minute and five a day go to an app; `retry_after` says when the next may.")
+	def(ContactUndeliverable, 422, "`POST /apps/{app_id}/contact/resend`: the contact address cannot receive mail (the recipient's server refused it for good).")
 
 	def(FraudTokenReused, 403, "The click token (offer nonce) was already used: a second click report or install claim with another token or countersignature, or a heartbeat whose `seq` is not above the last one accepted.")
 	def(FraudTokenExpired, 403, "A time check failed: the click came after its offer lapsed (15 minutes), the install was claimed at or after the token's `exp` (15 minutes after the click) plus the tolerated clock skew, or a message (heartbeat, signed fill request) is dated too far from the server's clock.")

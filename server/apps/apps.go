@@ -200,6 +200,10 @@ func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, 
 	return app, key, scoring, nil
 }
 
+// NewJob returns a job of kind for appID, queued to run at now (other
+// domains queue follow-up jobs with it, changing RunAfter).
+func NewJob(appID string, kind xpromo.JobKind, now time.Time) Job { return newJob(appID, kind, now) }
+
 func newJob(appID string, kind xpromo.JobKind, now time.Time) Job {
 	return Job{ID: ids.New("job"), AppID: appID, Kind: kind, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now}
 }

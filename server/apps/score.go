@@ -15,8 +15,9 @@ import (
 // Reason codes this package puts in Score.reasons (docs/apps.md lists them
 // with those the gate and scoring jobs add).
 const (
-	// ReasonGatePending: the vetting gate has not run yet (its job is queued
-	// or running); the gate booleans are false until it has.
+	// ReasonGatePending: the vetting gate has not decided yet: its job is
+	// running, due, or retrying before any result; the gate booleans are
+	// false until it has run.
 	ReasonGatePending = "gate_pending"
 	// ReasonGateFailed: the last gate job failed without an outcome.
 	ReasonGateFailed = "gate_failed"
@@ -28,6 +29,10 @@ const (
 	// view, not here).
 	ReasonOperatorRejected  = "operator_rejected"
 	ReasonOperatorSuspended = "operator_suspended"
+	// ReasonOperatorApproved: an operator approved the app although its
+	// latest gate result has a check that did not pass (the override is in
+	// the audit log).
+	ReasonOperatorApproved = "operator_approved"
 )
 
 // GateResult is the result a gate job records: the five booleans of
@@ -35,6 +40,16 @@ const (
 type GateResult struct {
 	xpromo.Gate
 	Reasons []string `json:"reasons"`
+	// RetryAfter is when a check that failed for a time-bound reason can
+	// pass (gate_domain_too_young: the domain's eligibility date); the
+	// score shows it as retry_after.
+	RetryAfter *time.Time `json:"retry_after,omitempty"`
+}
+
+// passed reports whether every gate boolean is true.
+func (r GateResult) passed() bool {
+	g := r.Gate
+	return g.Signed && g.MalwareClean && g.DomainAgeOK && g.ContactVerified && g.BundleMatch
 }
 
 // ScoringResult is the result a scoring job records.
@@ -51,7 +66,7 @@ var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 func (s *Service) Score(ctx context.Context, appID string) (xpromo.Score, error) {
 	var sc xpromo.Score
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		sc, err = scoreIn(ctx, tx, appID)
+		sc, err = scoreIn(ctx, tx, appID, s.now())
 		return err
 	})
 	return sc, err
@@ -59,7 +74,7 @@ func (s *Service) Score(ctx context.Context, appID string) (xpromo.Score, error)
 
 // scoreIn reads the app's Score inside tx: what GET /score shows, and what
 // score.updated carries when the operation running in tx changed it.
-func scoreIn(ctx context.Context, tx Tx, appID string) (xpromo.Score, error) {
+func scoreIn(ctx context.Context, tx Tx, appID string, now time.Time) (xpromo.Score, error) {
 	app, ok, err := tx.GetApp(ctx, appID, false)
 	if err != nil {
 		return xpromo.Score{}, err
@@ -87,18 +102,29 @@ func scoreIn(ctx context.Context, tx Tx, appID string) (xpromo.Score, error) {
 		}
 	}
 
-	if g := latest(jobs, xpromo.JobGate, false); g != nil && !finished(g.Status) {
+	var gate *GateResult
+	if g := latest(jobs, xpromo.JobGate, true); g != nil {
+		gate = new(GateResult)
+		if err := json.Unmarshal(g.Result, gate); err != nil {
+			return xpromo.Score{}, fmt.Errorf("apps: gate job %s: unreadable result: %w", g.ID, err)
+		}
+	}
+	if gate != nil && !gate.passed() && approvedByOperator(app.Status, history) {
+		reasons = append(reasons, ReasonOperatorApproved)
+	}
+
+	if g := latest(jobs, xpromo.JobGate, false); g != nil && !finished(g.Status) &&
+		// A re-check the gate scheduled for later (at a challenge's expiry,
+		// a domain's eligibility) is not pending: next_review_at shows it.
+		(g.Status == xpromo.JobRunning || !g.RunAfter.After(now) || gate == nil) {
 		reasons = append(reasons, ReasonGatePending)
 	} else if g != nil && g.Status == xpromo.JobFailed && g.Result == nil {
 		reasons = append(reasons, ReasonGateFailed)
 	}
-	if g := latest(jobs, xpromo.JobGate, true); g != nil {
-		var r GateResult
-		if err := json.Unmarshal(g.Result, &r); err != nil {
-			return xpromo.Score{}, fmt.Errorf("apps: gate job %s: unreadable result: %w", g.ID, err)
-		}
-		sc.Gate = r.Gate
-		reasons = append(reasons, r.Reasons...)
+	if gate != nil {
+		sc.Gate = gate.Gate
+		sc.RetryAfter = gate.RetryAfter
+		reasons = append(reasons, gate.Reasons...)
 	}
 	if j := latest(jobs, xpromo.JobScoring, true); j != nil {
 		var r ScoringResult
@@ -124,11 +150,34 @@ func scoreIn(ctx context.Context, tx Tx, appID string) (xpromo.Score, error) {
 	return sc, nil
 }
 
+// approvedByOperator reports whether the app is approved (or trading on
+// from an approval) and its approval was an operator's.
+func approvedByOperator(status xpromo.AppStatus, history []StatusChange) bool {
+	switch status {
+	case xpromo.AppStatusApproved, xpromo.AppStatusThrottled, xpromo.AppStatusLive:
+	default:
+		return false
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].To == xpromo.AppStatusApproved {
+			return history[i].Actor == ActorAdmin
+		}
+	}
+	return false
+}
+
+// ScoreUpdated writes score.updated for the app in tx, for an operation of
+// another domain that changed the score without moving the status (a gate
+// result recorded): Transition already writes it for status changes.
+func (s *Service) ScoreUpdated(ctx context.Context, tx Tx, appID string) error {
+	return s.scoreUpdated(ctx, tx, appID)
+}
+
 // scoreUpdated writes score.updated for the app, its score as it stands in
 // tx, in tx: every operation that changes an app's status (or registers
 // it) calls it last, so the event commits with the change it announces.
 func (s *Service) scoreUpdated(ctx context.Context, tx Tx, appID string) error {
-	sc, err := scoreIn(ctx, tx, appID)
+	sc, err := scoreIn(ctx, tx, appID, s.now())
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,10 @@ func (h *harness) register(ctx context.Context, role string, i int, category str
 	reg, err := h.setup.RegisterApp(ctx, &xpromo.RegisterAppRequest{
 		Name: name, Platform: xpromo.PlatformMac, BundleID: fmt.Sprintf("com.example.ct%s%s%d", h.run, role, i),
 		Domain: "example.com", DownloadURL: "https://example.com/" + name + ".dmg",
-		ContactEmail: "crashtest@example.com", Category: category,
+		// unverified@: a magic value of the gate's test-mode sandbox (docs/gate.md):
+		// the challenge is never answered, so the app stays pending for the
+		// operator's approval below instead of racing the gate to it.
+		ContactEmail: "unverified@example.com", Category: category,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registering %s: %w", name, err)

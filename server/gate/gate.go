@@ -39,7 +39,7 @@ type Download struct {
 	Size     int64
 	SHA256   string // hex
 	// Sandbox is true when the test-mode sandbox served the download: its
-	// signature is verified against the sandbox's own root (Config.SandboxRoots)
+	// signature is verified against the sandbox's own root (Service.SandboxRoots)
 	// and never against the configured code-signing roots, and vice versa.
 	Sandbox bool
 }

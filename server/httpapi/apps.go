@@ -68,11 +68,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	job := xpromo.Job{JobID: j.ID, Kind: j.Kind, Status: j.Status, CreatedAt: j.CreatedAt, RunAfter: j.RunAfter, FinishedAt: j.FinishedAt, Attempts: j.Attempts}
-	if j.LastError != "" {
-		job.LastError = &xpromo.JobError{Code: j.LastError, Message: j.LastErrorMessage}
-	}
-	writeJSON(w, http.StatusOK, job)
+	writeJSON(w, http.StatusOK, wireJob(j))
 }
 
 func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) {

@@ -39,12 +39,12 @@ func TestAppsRegisterAndScore(t *testing.T) {
 		assert.JSONEq(t, `{"status":"pending",
 			"gate":{"signed":false,"malware_clean":false,"domain_age_ok":false,"contact_verified":false,"bundle_match":false},
 			"reputation":{"total":0,"ai_visibility":0,"cadence":0,"reviews":0,"coherence":0},
-			"behavior":null,"reasons":["gate_pending","reputation_pending"],"next_review_at":"2026-11-21T10:00:00Z"}`, res.body)
+			"behavior":null,"reasons":["gate_pending","reputation_pending"],"next_review_at":"2026-11-21T10:00:00Z","retry_after":null}`, res.body)
 
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/"+jobID, key, nil)
 		require.Equal(t, http.StatusOK, res.status, res.body)
 		assert.JSONEq(t, `{"job_id":"`+jobID+`","kind":"scoring","status":"queued","created_at":"2026-11-21T10:00:00Z",
-			"run_after":"2026-11-21T10:00:00Z","finished_at":null,"attempts":0,"last_error":null}`, res.body)
+			"run_after":"2026-11-21T10:00:00Z","finished_at":null,"attempts":0,"last_error":null,"result":null}`, res.body)
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/job_nope", key, nil)
 		assert.Equal(t, http.StatusNotFound, res.status)
 

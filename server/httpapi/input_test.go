@@ -249,7 +249,7 @@ func TestInputPolicyPathAndQuery(t *testing.T) {
 			}
 			for name := range op.Query {
 				value := map[string]string{"from": "2026-11-01", "to": "2026-11-20", "limit": "10", "cursor": "abc", "period": "last_7_days",
-					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none", "status": "open"}[name]
+					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none", "status": "open", "token": "abc"}[name]
 				require.NotEmpty(t, value, "%s: a value for query parameter %s", op.ID, name)
 				if op.Query[name].Matches("array") {
 					continue // repeated by design (the events API's type)
@@ -385,6 +385,8 @@ func (e *inputEnv) bases(t *testing.T) map[string]bodyBase {
 		"set_earn_mode":           {valid: true, fields: []field{{"earn_mode", `"credits"`}}},
 		"create_complaint":        {fields: []field{{"app_id", q(e.app)}, {"reason", `"fraud"`}, {"detail", `"x"`}}},
 		"admin_resolve_complaint": {fields: []field{{"resolution", `"upheld"`}, {"note", `"x"`}}},
+		// No challenge was sent: a well-formed code answers a 409.
+		"verify_contact_code": {fields: []field{{"code", `"123456"`}}},
 	}
 }
 

@@ -29,5 +29,6 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountWebhooks(public, protected, admin)
 		s.mountEarnMode(protected)
 		s.mountComplaints(protected, admin)
+		s.mountGate(public, protected)
 	})
 }

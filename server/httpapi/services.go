@@ -6,6 +6,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/complaints"
+	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/market"
@@ -36,6 +37,8 @@ type Services struct {
 
 	// Attribution serves the SDK endpoints, SDK keys and chains (sdk.go).
 	Attribution *attribution.Service
+	// Gate backs the vetting gate's endpoints (gate.go).
+	Gate *gate.Service
 	// Webhooks serves the webhook endpoints and the events API (webhooks.go).
 	Webhooks *webhooks.Service
 	// Complaints serves the complaint endpoints (complaints.go).

@@ -104,7 +104,10 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 		reg, err := op.RegisterApp(ctx, &xpromo.RegisterAppRequest{
 			Name: name, Platform: xpromo.PlatformMac, BundleID: "com.example." + fmt.Sprintf("lg%s%s%d", run, role, i),
 			Domain: "example.com", DownloadURL: "https://example.com/" + name + ".dmg",
-			ContactEmail: "loadgen@example.com", Category: category,
+			// unverified@: a magic value of the gate's test-mode sandbox
+			// (docs/gate.md): the challenge is never answered, so the app
+			// waits for the operator's approval instead of racing the gate.
+			ContactEmail: "unverified@example.com", Category: category,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("registering %s: %w", name, err)

@@ -159,6 +159,13 @@ var operations = map[string]opSpec{
 	// Additive app operations (API key).
 	"rotate_api_key": {"POST", "/v1/apps/{app_id}/keys/rotate", false, false},
 	"get_job":        {"GET", "/v1/apps/{app_id}/jobs/{job_id}", false, false},
+	// The vetting gate: re-check and contact challenge (API key), the
+	// challenge link's page (public).
+	"recheck_gate":             {"POST", "/v1/apps/{app_id}/gate/recheck", false, false},
+	"verify_contact_code":      {"POST", "/v1/apps/{app_id}/contact/verify", false, true},
+	"resend_contact_challenge": {"POST", "/v1/apps/{app_id}/contact/resend", false, false},
+	"get_contact_verify_page":  {"GET", "/v1/contact/verify", true, false},
+	"verify_contact_token":     {"POST", "/v1/contact/verify", true, false},
 	// Test mode's checkout page (public) and payout accounts (admin).
 	"get_test_checkout":        {"GET", "/test/checkout/{session_id}", true, false},
 	"complete_test_checkout":   {"POST", "/test/checkout/{session_id}", true, false},
@@ -559,6 +566,9 @@ var wireTypes = map[string]any{
 	"KeyRotation":           xpromo.KeyRotation{},
 	"Job":                   xpromo.Job{},
 	"JobError":              xpromo.JobError{},
+	"ContactVerifyRequest":  xpromo.ContactVerifyRequest{},
+	"ContactVerification":   xpromo.ContactVerification{},
+	"ContactChallenge":      xpromo.ContactChallenge{},
 	"AdminActionRequest":    xpromo.AdminActionRequest{},
 	"AdminApp":              xpromo.AdminApp{},
 	"StatusChange":          xpromo.StatusChange{},

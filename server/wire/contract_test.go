@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/gate/gatetest"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/openapi"
@@ -124,7 +125,8 @@ func registration(name, bundle string) map[string]any {
 func TestContract(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		chk := openapitest.New(t)
-		a := start(t, chk, s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+		inbox := gatetest.SMTP(t)
+		a := start(t, chk, s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000, Gate: contractGateConfig(inbox)})
 
 		// Public reads and the document itself.
 		doc := a.expect(200, a.do("GET", "/openapi.json", "", nil))
@@ -266,6 +268,7 @@ func TestContract(t *testing.T) {
 		contractAttribution(t, a, pubKey)
 		contractWebhooks(t, a, pubID, pubKey)
 		contractComplaints(t, a)
+		contractGate(t, a, inbox)
 
 		// /mcp is the MCP endpoint: JSON-RPC over the Streamable HTTP
 		// transport, whose messages, statuses and media types the MCP

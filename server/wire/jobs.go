@@ -8,9 +8,9 @@ import (
 	"github.com/xpromo/xpromo/server/storage"
 )
 
-// jobRunner builds the job runner on the server's clock. No kind has a
-// handler yet: the vetting gate and scoring register theirs with
-// Server.Jobs.Handle, and until then their jobs stay queued.
+// jobRunner builds the job runner on the server's clock. Build registers
+// the vetting gate's handler on it (registerGate); scoring has none yet, so
+// its jobs stay queued.
 func jobRunner(cfg Config, store storage.Store) *jobs.Runner[storage.Tx] {
 	holder := cfg.Instance
 	if holder == "" {

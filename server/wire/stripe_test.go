@@ -20,6 +20,8 @@ import (
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/gate/contact"
+	"github.com/xpromo/xpromo/server/gate/gatetest"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/openapi/openapitest"
@@ -41,6 +43,7 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 	categories := filepath.Join(t.TempDir(), "categories.json")
 	require.NoError(t, os.WriteFile(categories, []byte(`{"categories": [{"key": "productivity", "label": "Productivity", "floors": {"mac": 4000, "win": 4000}}]}`), 0o600))
 	s := storagetest.SQLite(t)
+	gateRoots, _ := gatetest.Certs().Root.WritePEM(t.TempDir())
 	a := &api{t: t, http: openapitest.New(t).Client(), store: s, clock: clocktest.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))}
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
@@ -55,6 +58,10 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 		StripeSecretKey: "sk_test_e2e", StripeAPIURL: mock, StripeWebhookSecrets: []string{"whsec_old", liveWhsec},
 		CategoriesFile: categories, StripeConnectCountry: "DE", StripeMaxNetworkRetries: stripego.Int64(0),
 		StripeHTTPClient: client,
+		// Live mode runs the gate's real checks and needs their settings;
+		// no gate job runs in this test (the operator approves).
+		Gate: wire.GateConfig{RootsFile: gateRoots, ClamdAddress: "tcp://127.0.0.1:1",
+			SMTP: contact.SMTPConfig{Host: "127.0.0.1", From: "xpromo <verify@xpromo.dev>"}},
 	}, s)
 	require.NoError(t, err)
 	handler, a.srv, a.url = srv, srv, ts.URL

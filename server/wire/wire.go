@@ -15,6 +15,7 @@ import (
 	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/jobs"
@@ -121,6 +122,9 @@ type Config struct {
 	// (0: jobs.DefaultInterval).
 	JobConcurrency int
 	JobInterval    time.Duration
+
+	// Gate configures the vetting gate's checks (docs/gate.md).
+	Gate GateConfig
 }
 
 // Server is the assembled server: the HTTP API and what its background
@@ -132,6 +136,8 @@ type Server struct {
 	Market      *market.Service
 	Payments    *payments.Service
 	Webhooks    *webhooks.Service
+	// Gate runs the vetting gate's jobs and backs its endpoints.
+	Gate *gate.Service
 	// Jobs runs the background jobs (RunJobs); handlers are registered on
 	// it before RunJobs starts.
 	Jobs *jobs.Runner[storage.Tx]
@@ -206,7 +212,12 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if svc.Limiter, svc.ReadPolicy, svc.WritePolicy, err = rateLimiter(cfg); err != nil {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
+	if svc.Gate, err = gateService(cfg, store, svc.Apps); err != nil {
+		return nil, err
+	}
+	runner := jobRunner(cfg, store)
+	registerGate(cfg, runner, svc.Gate)
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Jobs: jobRunner(cfg, store), Clock: clock, cfg: cfg}, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Jobs: runner, Clock: clock, cfg: cfg}, nil
 }

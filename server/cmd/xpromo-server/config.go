@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/wire"
 )
 
 // config is the server's configuration. Each setting comes from its flag, else
@@ -55,6 +58,9 @@ type config struct {
 	// (test mode only; docs/webhooks.md).
 	WebhooksAllowLoopback bool
 	MCPAllowedOrigins     []string // browser origins allowed on /mcp (docs/mcp.md)
+
+	// The vetting gate's counterparts (docs/gate.md, "Configuration").
+	Gate wire.GateConfig
 }
 
 // maxJobConcurrency bounds --job-concurrency: each running job may hold a
@@ -102,6 +108,22 @@ var settings = []setting{
 	{flag: "webhooks-allow-loopback", env: "XPROMO_WEBHOOKS_ALLOW_LOOPBACK", def: "false", usage: "test mode only: let webhook endpoints be on 127.0.0.1 and ::1 (any port), for a receiver on this machine; true or false (1 or 0)", serveOnly: true},
 	{flag: "mcp-allowed-origins", env: "XPROMO_MCP_ALLOWED_ORIGINS", def: "", usage: "comma-separated origins (scheme://host[:port], or *) of browser pages allowed to call /mcp, besides loopback ones and the base URL's; their hosts are accepted as Host too", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
+	// The vetting gate (docs/gate.md).
+	{flag: "gate-roots-file", env: "XPROMO_GATE_ROOTS_FILE", def: "", usage: "PEM file of the code-signing roots app downloads must chain to (Microsoft code-signing roots, Apple Root CA); empty: no real download is trusted (gate_untrusted_signer); required in live mode", serveOnly: true},
+	{flag: "clamd-address", env: "XPROMO_CLAMD_ADDRESS", def: "", usage: "clamd address for the malware scan: tcp://host:port, host:port, unix:///path or /path; empty: real downloads cannot be scanned (gate_scanner_unavailable); required in live mode", serveOnly: true},
+	{flag: "clamd-max-stream", env: "XPROMO_CLAMD_MAX_STREAM", def: "104857600", usage: "most bytes of a download streamed to clamd (larger: gate_too_large_to_scan); keep it at or below clamd's StreamMaxLength", serveOnly: true},
+	{flag: "rdap-base-url", env: "XPROMO_RDAP_BASE_URL", def: "", usage: "RDAP server asked about every domain; empty: the server IANA's bootstrap file names for the TLD", serveOnly: true},
+	{flag: "rdap-bootstrap-url", env: "XPROMO_RDAP_BOOTSTRAP_URL", def: "", usage: "where IANA's RDAP bootstrap file (dns.json) is fetched; empty: https://data.iana.org/rdap/dns.json", serveOnly: true},
+	{flag: "rdap-bootstrap-file", env: "XPROMO_RDAP_BOOTSTRAP_FILE", def: "", usage: "local copy of IANA's dns.json, read instead of fetching it", serveOnly: true},
+	{flag: "smtp-host", env: "XPROMO_SMTP_HOST", def: "", usage: "SMTP server mailing the contact challenges; empty: none is mailed (gate_mail_unavailable); required in live mode", serveOnly: true},
+	{flag: "smtp-port", env: "XPROMO_SMTP_PORT", def: "0", usage: "SMTP port; 0: 587, or 465 with --smtp-tls implicit", serveOnly: true},
+	{flag: "smtp-tls", env: "XPROMO_SMTP_TLS", def: "starttls", usage: "SMTP security: starttls (required), implicit (SMTPS), opportunistic or none", serveOnly: true},
+	{flag: "smtp-username", env: "XPROMO_SMTP_USERNAME", def: "", usage: "SMTP user name; empty: no authentication", serveOnly: true},
+	{flag: "smtp-password", env: "XPROMO_SMTP_PASSWORD", def: "", usage: "SMTP password (prefer the variable: flags show in ps)", serveOnly: true},
+	{flag: "smtp-from", env: "XPROMO_SMTP_FROM", def: "", usage: "sender of the challenge emails, e.g. \"xpromo <verify@example.com>\"; required with --smtp-host", serveOnly: true},
+	{flag: "gate-max-download", env: "XPROMO_GATE_MAX_DOWNLOAD", def: "1073741824", usage: "largest app download the gate fetches, in bytes (larger: gate_package_too_large)", serveOnly: true},
+	{flag: "gate-download-timeout", env: "XPROMO_GATE_DOWNLOAD_TIMEOUT", def: "10m", usage: "time limit of one download, redirects included (Go duration)", serveOnly: true},
+	{flag: "gate-job-budget", env: "XPROMO_GATE_JOB_BUDGET", def: "15m", usage: "time budget of one gate job (Go duration); more than the download timeout", serveOnly: true},
 }
 
 // usageError is a bad command line or configuration: exit status 2.
@@ -283,6 +305,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		return cfg, usagef("%s: loopback webhook endpoints are for test mode only; live mode refuses them", source["webhooks-allow-loopback"])
 	}
 	cfg.WebhooksAllowLoopback = loopback
+	if err := gateConfig(&cfg, get, source); err != nil {
+		return cfg, err
+	}
 	if cfg.Mode == httpapi.ModeLive && cfg.AdminToken != "" && len(cfg.AdminToken) < minLiveAdminToken {
 		return cfg, usagef("%s: the admin token must be at least %d characters in live mode", source["admin-token"], minLiveAdminToken)
 	}
@@ -332,4 +357,46 @@ func redactURL(raw string) string {
 		r.User = url.User(u.User.Username())
 	}
 	return r.String()
+}
+
+// gateConfig reads the vetting gate's settings. What live mode requires of
+// them is checked when the server is built (wire.Build), which says which
+// are missing.
+func gateConfig(cfg *config, get func(string) string, source map[string]string) error {
+	g := &cfg.Gate
+	g.RootsFile, g.ClamdAddress = get("gate-roots-file"), get("clamd-address")
+	g.RDAPBaseURL, g.RDAPBootstrapURL, g.RDAPBootstrapFile = get("rdap-base-url"), get("rdap-bootstrap-url"), get("rdap-bootstrap-file")
+	g.SMTP = contact.SMTPConfig{Host: get("smtp-host"), TLS: contact.TLSMode(strings.ToLower(get("smtp-tls"))),
+		Username: get("smtp-username"), Password: get("smtp-password"), From: get("smtp-from")}
+	port, err := strconv.Atoi(get("smtp-port"))
+	if err != nil || port < 0 || port > 65535 {
+		return usagef("%s: %q is not a port", source["smtp-port"], get("smtp-port"))
+	}
+	g.SMTP.Port = port
+	switch g.SMTP.TLS {
+	case contact.TLSStartTLS, contact.TLSImplicit, contact.TLSOpportunistic, contact.TLSNone:
+	default:
+		return usagef("%s: %q is not starttls, implicit, opportunistic or none", source["smtp-tls"], get("smtp-tls"))
+	}
+	if g.SMTP.Host != "" && g.SMTP.From == "" {
+		return usagef("%s: the sender of the challenge emails is required with an SMTP server", source["smtp-from"])
+	}
+	for name, dst := range map[string]*int64{"gate-max-download": &g.MaxDownloadBytes, "clamd-max-stream": &g.ClamdMaxStreamBytes} {
+		n, err := strconv.ParseInt(get(name), 10, 64)
+		if err != nil || n < 1 {
+			return usagef("%s: %q is not a positive number of bytes", source[name], get(name))
+		}
+		*dst = n
+	}
+	for name, dst := range map[string]*time.Duration{"gate-download-timeout": &g.DownloadTimeout, "gate-job-budget": &g.Budget} {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d <= 0 {
+			return usagef("%s: %q is not a positive duration (e.g. 10m)", source[name], get(name))
+		}
+		*dst = d
+	}
+	if g.Budget <= g.DownloadTimeout {
+		return usagef("%s: the gate job's budget (%s) must be longer than the download timeout (%s)", source["gate-job-budget"], g.Budget, g.DownloadTimeout)
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"bytes"
 	"errors"
 	"flag"
@@ -11,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/server/gate/contact"
+	"github.com/xpromo/xpromo/server/wire"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -27,8 +32,34 @@ func TestConfigDefaults(t *testing.T) {
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
 		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4,
+		Gate: defaultGate,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
+}
+
+// defaultGate is the gate's configuration with no setting given: no
+// counterpart but RDAP through IANA's bootstrap file.
+var defaultGate = wire.GateConfig{SMTP: contact.SMTPConfig{TLS: contact.TLSStartTLS},
+	MaxDownloadBytes: 1 << 30, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: 10 * time.Minute, Budget: 15 * time.Minute}
+
+// The gate's settings: read, checked, and live mode's requirements named.
+func TestConfigGate(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"--smtp-host", "mail.example.com", "--smtp-from", "xpromo <verify@example.com>", "--smtp-tls", "implicit",
+		"--clamd-address", "unix:///run/clamav/clamd.ctl", "--gate-roots-file", "/etc/xpromo/roots.pem", "--gate-max-download", "1000", "--gate-download-timeout", "1m", "--gate-job-budget", "2m"},
+		envMap(map[string]string{"XPROMO_SMTP_PASSWORD": "pw", "XPROMO_RDAP_BOOTSTRAP_FILE": "/srv/dns.json"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, wire.GateConfig{RootsFile: "/etc/xpromo/roots.pem", ClamdAddress: "unix:///run/clamav/clamd.ctl", RDAPBootstrapFile: "/srv/dns.json",
+		SMTP:             contact.SMTPConfig{Host: "mail.example.com", TLS: contact.TLSImplicit, Password: "pw", From: "xpromo <verify@example.com>"},
+		MaxDownloadBytes: 1000, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: time.Minute, Budget: 2 * time.Minute}, cfg.Gate)
+
+	for _, bad := range [][]string{
+		{"--smtp-tls", "ssl"}, {"--smtp-port", "70000"}, {"--smtp-host", "mail.example.com"}, {"--gate-max-download", "0"},
+		{"--gate-download-timeout", "soon"}, {"--clamd-max-stream", "-1"}, {"--gate-job-budget", "5m"},
+	} {
+		_, err := parseConfig("serve", bad, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		var ue *usageError
+		assert.ErrorAs(t, err, &ue, "%v", bad)
+	}
 }
 
 func TestConfigEnvOverridesDefault(t *testing.T) {
@@ -52,6 +83,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
 		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4,
+		Gate: defaultGate,
 	}, cfg)
 }
 

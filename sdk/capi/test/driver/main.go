@@ -146,7 +146,9 @@ func (d *driver) pair(ctx context.Context, label string) (pub, adv *app, campaig
 		r, err := d.base.RegisterApp(ctx, &xpromo.RegisterAppRequest{
 			Name: fmt.Sprintf("capi %s %s %d", label, role, d.n), Platform: xpromo.PlatformMac,
 			BundleID: fmt.Sprintf("com.example.capi.%s%d", role, d.n), Domain: "example.com",
-			DownloadURL: fmt.Sprintf("https://example.com/%s%d.dmg", role, d.n), ContactEmail: "capi@example.com",
+			DownloadURL: fmt.Sprintf("https://example.com/%s%d.dmg", role, d.n), ContactEmail: "unverified@example.com",
+			// unverified@: the gate sandbox's magic value (docs/gate.md): the
+			// challenge is never answered, so the app waits for the operator.
 			Category: category,
 		})
 		if err != nil {
