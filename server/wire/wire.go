@@ -18,6 +18,7 @@ import (
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/jobs"
+	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/payments/stripe"
@@ -105,6 +106,11 @@ type Config struct {
 	// DefaultSweepInterval.
 	SweepInterval time.Duration
 
+	// Lifecycle are the lifecycle review's thresholds and the go-live bar
+	// (docs/apps.md "Lifecycle"; zero fields: defaults). RunBackground
+	// runs the review every Lifecycle.ReviewEvery.
+	Lifecycle lifecycle.Rules
+
 	// WebhooksAllowLoopback lets webhook endpoints be on 127.0.0.1 and ::1
 	// (any port), for a receiver on the developer's machine (make demo).
 	// Test mode only: Build refuses it in live mode.
@@ -132,6 +138,9 @@ type Server struct {
 	Market      *market.Service
 	Payments    *payments.Service
 	Webhooks    *webhooks.Service
+	// Lifecycle is the review that suspends apps and claws back fraud
+	// (RunBackground runs it; tests call Review directly).
+	Lifecycle *lifecycle.Service
 	// Jobs runs the background jobs (RunJobs); handlers are registered on
 	// it before RunJobs starts.
 	Jobs *jobs.Runner[storage.Tx]
@@ -203,10 +212,14 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
 	svc.Complaints = complaintsService(cfg, store)
+	life, err := lifecycleService(cfg, store, svc.Market)
+	if err != nil {
+		return nil, fmt.Errorf("lifecycle: %w", err)
+	}
 	if svc.Limiter, svc.ReadPolicy, svc.WritePolicy, err = rateLimiter(cfg); err != nil {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Jobs: jobRunner(cfg, store), Clock: clock, cfg: cfg}, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Lifecycle: life, Jobs: jobRunner(cfg, store), Clock: clock, cfg: cfg}, nil
 }

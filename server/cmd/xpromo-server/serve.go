@@ -98,6 +98,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 
 		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
 		JobConcurrency:        cfg.JobConcurrency,
+		Lifecycle:             cfg.Lifecycle,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
