@@ -16,6 +16,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/market"
 )
 
 // Rules are the lifecycle's thresholds. The zero value of a field means its
@@ -58,8 +59,8 @@ const (
 	DefaultMaxUpheldComplaints = 3
 	DefaultClawbackWindow      = 30 * 24 * time.Hour
 	DefaultReviewEvery         = 5 * time.Minute
-	DefaultLiveMinCleared      = 10
-	DefaultLiveMinRetention    = 0.4
+	DefaultLiveMinCleared      = market.DefaultLiveMinCleared
+	DefaultLiveMinRetention    = market.DefaultLiveMinRetention
 )
 
 // WithDefaults returns r with every zero (or negative) field set to its

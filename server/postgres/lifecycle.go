@@ -27,7 +27,7 @@ SELECT a.id, a.status,
      AND c.created_at >= greatest($1::timestamptz, r.at) AND (c.installed_at IS NOT NULL OR c.state = 'rejected')),
   (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
      AND c.created_at >= greatest($1::timestamptz, r.at) AND c.state = 'rejected' AND c.reason LIKE 'fraud\_%'),
-  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND (r.at IS NULL OR k.resolved_at >= r.at))
+  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND (r.at IS NULL OR k.resolved_at > r.at))
 FROM apps a LEFT JOIN r ON r.app_id = a.id
 WHERE a.status IN ('approved', 'throttled', 'live')
 ORDER BY a.id`

@@ -15,7 +15,7 @@ var _ lifecycle.Tx = (*tx)(nil)
 
 // reviewSignals counts, for each app the review judges, its verified claims
 // as publisher and those rejected for fraud since ?1 or its last
-// reinstatement (r.at), and its upheld complaints since that reinstatement.
+// reinstatement (r.at), and its upheld complaints resolved after that reinstatement.
 const reviewSignals = `WITH r AS (
   SELECT app_id, max(at) AS at FROM app_status_history WHERE from_status = 'suspended' GROUP BY app_id
 )
@@ -24,7 +24,7 @@ SELECT a.id, a.status,
      AND c.created_at >= max(?1, coalesce(r.at, 0)) AND (c.installed_at > 0 OR c.state = 'rejected')),
   (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
      AND c.created_at >= max(?1, coalesce(r.at, 0)) AND c.state = 'rejected' AND c.reason LIKE 'fraud\_%' ESCAPE '\'),
-  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND k.resolved_at >= coalesce(r.at, 0))
+  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND k.resolved_at > coalesce(r.at, -1))
 FROM apps a LEFT JOIN r ON r.app_id = a.id
 WHERE a.status IN ('approved', 'throttled', 'live')
 ORDER BY a.id`

@@ -212,7 +212,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
 	svc.Complaints = complaintsService(cfg, store)
-	life, err := lifecycleService(cfg, store, svc.Market)
+	life, err := lifecycleService(cfg, store, svc.Market, svc.Attribution)
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: %w", err)
 	}
