@@ -185,6 +185,8 @@ func TestLifecycleSimulation(t *testing.T) {
 		assert.Equal(t, xpromo.AppStatusSuspended, a.status(bad))
 		last = a.lastChange(bad)
 		assert.Equal(t, []any{xpromo.AppStatusThrottled, xpromo.AppStatusSuspended, lifecycle.ReasonFraudRate, "fraud"}, []any{*last.From, last.To, last.Reason, last.Actor})
+		score := decode[xpromo.Score](t, a.expect(200, a.do("GET", "/v1/apps/"+bad.id+"/score", bad.key, nil)))
+		assert.Contains(t, score.Reasons, lifecycle.ReasonFraudRate, "the score says why")
 
 		// The money: the farm gave back both earnings (its wallet is 0), the
 		// advertiser got both prices back as adjustments.
