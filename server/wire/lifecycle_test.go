@@ -3,6 +3,7 @@ package wire_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -152,6 +153,16 @@ func TestLifecycleSimulation(t *testing.T) {
 		for _, app := range []sdkApp{adv, good, bad} {
 			assert.Equal(t, xpromo.AppStatusThrottled, a.status(app))
 		}
+		// Someone who saw the honest publisher's click token replays it
+		// from six devices: each claim is refused (fraud_token_reused) and
+		// recorded, but none verified, so none counts against the
+		// publisher: a replay cannot get an app suspended.
+		for i := range 6 {
+			cs, err := token.Countersign(adv.sdk.Private, adv.sdk.ID, tokGood, "replay-"+string(rune('a'+i)), a.serverNow(), adv.id)
+			require.NoError(t, err)
+			assert.Equal(t, "fraud_token_reused", a.expect(403, a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tokGood, Countersignature: cs})).code(t))
+		}
+
 		a.advance(48 * time.Hour)
 		a.heartbeat(adv, tokGood, "dev-1")
 		a.heartbeat(adv, tokBad2, "dev-2")
@@ -169,6 +180,7 @@ func TestLifecycleSimulation(t *testing.T) {
 
 		// Nothing crosses a bar yet.
 		assert.Equal(t, lifecycle.Result{}, review())
+		assert.Equal(t, xpromo.AppStatusThrottled, a.status(good))
 
 		// Day 2: one more honest-looking install through the farm (it will
 		// clear later), then three claims the fraud rules refuse. Its claims:
@@ -278,6 +290,86 @@ func TestLifecycleSimulation(t *testing.T) {
 		assert.Equal(t, int64(20_000), balance(a.wallet(adv)))
 		assert.Equal(t, xpromo.AppStatusLive, a.status(adv))
 
+		// The clawback records are append-only, as the ledger is.
+		ex := s.(interface {
+			Exec(context.Context, string) error
+		})
+		for _, stmt := range []string{`UPDATE chain_clawbacks SET reason = 'x'`, `DELETE FROM chain_clawbacks`} {
+			assert.Error(t, ex.Exec(ctx, stmt), stmt)
+		}
+
+		rep, err := ledger.Verify(ctx, s)
+		require.NoError(t, err)
+		assert.True(t, rep.OK(), "%v", rep.Violations)
+	})
+}
+
+// TestLifecycleClawbackCrash: a review cut short — one clawback committed
+// but its answer lost, the next one never committed — is finished by the
+// next review, and no chain is clawed back twice (both stores).
+func TestLifecycleClawbackCrash(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		a, srv := startBuilt(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+		ctx := context.Background()
+		adv := a.register("Snip", "com.example.snip", "")
+		pub := a.register("Farm", "com.example.farm", "productivity")
+		a.topUp(adv, 20_000)
+		a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"productivity"}, "daily_budget_cents": 5000}))
+		devices := []string{"dev-1", "dev-2", "dev-3", "dev-4"}
+		var toks []string
+		for _, d := range devices {
+			toks = append(toks, a.install(pub, adv, d))
+		}
+		a.advance(48 * time.Hour)
+		for i, d := range devices {
+			a.heartbeat(adv, toks[i], d)
+		}
+		assert.Equal(t, xpromo.SweepResult{Cleared: 4}, a.sweep())
+		a.expect(200, a.do("POST", "/v1/admin/apps/"+pub.id+"/suspend", adminToken, map[string]any{"reason": "fraud"}))
+
+		// The review's transactions: the 1st commits; the 2nd commits and
+		// its answer is lost (the connection died after COMMIT); the 3rd
+		// never commits (the process died); the 4th commits.
+		crashed := *srv.Lifecycle
+		calls := 0
+		crashed.Update = func(ctx context.Context, fn func(context.Context, lifecycle.Tx) error) error {
+			calls++
+			switch calls {
+			case 2:
+				if err := srv.Lifecycle.Update(ctx, fn); err != nil {
+					return err
+				}
+				return errors.New("connection lost after COMMIT")
+			case 3:
+				return errors.New("process died before COMMIT")
+			}
+			return srv.Lifecycle.Update(ctx, fn)
+		}
+		res, err := crashed.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 2, res.ClawedBack)
+		assert.Equal(t, 2, res.Failed)
+		assert.Len(t, linesOf(a.wallet(pub), xpromo.LineClawback), 3, "the lost answer's clawback committed")
+
+		// The next review finishes: only the chain never clawed back.
+		res, err = srv.Lifecycle.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lifecycle.Result{ClawedBack: 1, Refunded: 400}, res)
+		res, err = srv.Lifecycle.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lifecycle.Result{}, res)
+
+		pubLines := a.wallet(pub)
+		claws := linesOf(pubLines, xpromo.LineClawback)
+		require.Len(t, claws, 4)
+		chains := map[string]bool{}
+		for _, l := range claws {
+			chains[l.Chain] = true
+		}
+		assert.Len(t, chains, 4, "each chain once")
+		assert.Zero(t, balance(pubLines))
+		assert.Len(t, a.clawbackEvents(adv), 4)
+		assert.Equal(t, int64(20_000), balance(a.wallet(adv)))
 		rep, err := ledger.Verify(ctx, s)
 		require.NoError(t, err)
 		assert.True(t, rep.OK(), "%v", rep.Violations)
