@@ -199,6 +199,11 @@ func TestLifecycleSimulation(t *testing.T) {
 		assert.Equal(t, []any{xpromo.AppStatusThrottled, xpromo.AppStatusSuspended, lifecycle.ReasonFraudRate, "fraud"}, []any{*last.From, last.To, last.Reason, last.Actor})
 		score := decode[xpromo.Score](t, a.expect(200, a.do("GET", "/v1/apps/"+bad.id+"/score", bad.key, nil)))
 		assert.Contains(t, score.Reasons, lifecycle.ReasonFraudRate, "the score says why")
+		scores := decode[xpromo.EventPage](t, a.expect(200, a.do("GET", "/v1/apps/"+bad.id+"/events?type=score.updated&limit=100", bad.key, nil))).Events
+		require.NotEmpty(t, scores)
+		var upd xpromo.ScoreEventData
+		require.NoError(t, json.Unmarshal(scores[len(scores)-1].Data, &upd))
+		assert.Equal(t, xpromo.AppStatusSuspended, upd.Score.Status, "score.updated announced the suspension")
 
 		// The money: the farm gave back both earnings (its wallet is 0), the
 		// advertiser got both prices back as adjustments.
@@ -315,6 +320,10 @@ func TestLifecycleClawbackCrash(t *testing.T) {
 		pub := a.register("Farm", "com.example.farm", "productivity")
 		a.topUp(adv, 20_000)
 		a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"productivity"}, "daily_budget_cents": 5000}))
+		// The farm earns in credits; it switches back to cash before it is
+		// suspended: the clawbacks take back what the clearings paid,
+		// in credits (⌊280 × 1.2⌋ = 336 each).
+		a.expect(200, a.setEarnMode(pub, "credits"))
 		devices := []string{"dev-1", "dev-2", "dev-3", "dev-4"}
 		var toks []string
 		for _, d := range devices {
@@ -325,6 +334,7 @@ func TestLifecycleClawbackCrash(t *testing.T) {
 			a.heartbeat(adv, toks[i], d)
 		}
 		assert.Equal(t, xpromo.SweepResult{Cleared: 4}, a.sweep())
+		a.expect(200, a.setEarnMode(pub, "cash"))
 		a.expect(200, a.do("POST", "/v1/admin/apps/"+pub.id+"/suspend", adminToken, map[string]any{"reason": "fraud"}))
 
 		// The review's transactions: the 1st commits; the 2nd commits and
@@ -365,6 +375,7 @@ func TestLifecycleClawbackCrash(t *testing.T) {
 		chains := map[string]bool{}
 		for _, l := range claws {
 			chains[l.Chain] = true
+			assert.Equal(t, int64(-336), l.Amount)
 		}
 		assert.Len(t, chains, 4, "each chain once")
 		assert.Zero(t, balance(pubLines))
