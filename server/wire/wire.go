@@ -138,16 +138,16 @@ type Server struct {
 	Market      *market.Service
 	Payments    *payments.Service
 	Webhooks    *webhooks.Service
-	// Lifecycle is the review that suspends apps and claws back fraud
-	// (RunBackground runs it; tests call Review directly).
-	Lifecycle *lifecycle.Service
 	// Jobs runs the background jobs (RunJobs); handlers are registered on
 	// it before RunJobs starts.
 	Jobs *jobs.Runner[storage.Tx]
 	// Clock is the clock of every domain: cfg.Now plus the test clock's
 	// offset (moved by POST /v1/admin/clock/advance in test mode).
 	Clock *Clock
-	cfg   Config
+	// Lifecycle is the review that suspends apps and claws back fraud
+	// (RunBackground runs it; tests call Review directly).
+	Lifecycle *lifecycle.Service
+	cfg       Config
 }
 
 // New builds the whole HTTP server on store.

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/lifecycle"
@@ -53,14 +52,14 @@ type config struct {
 	IPToASNFile, DatacentersFile     string
 	TrustedProxies                   []netip.Prefix
 
+	// Lifecycle are the review's thresholds and the go-live bar
+	// (docs/apps.md "Lifecycle"; lifecycle.go reads them).
+	Lifecycle lifecycle.Rules
+
 	// WebhooksAllowLoopback admits webhook endpoints on 127.0.0.1 and ::1
 	// (test mode only; docs/webhooks.md).
 	WebhooksAllowLoopback bool
 	MCPAllowedOrigins     []string // browser origins allowed on /mcp (docs/mcp.md)
-
-	// Lifecycle are the review's thresholds and the go-live bar
-	// (docs/apps.md "Lifecycle").
-	Lifecycle lifecycle.Rules
 }
 
 // maxJobConcurrency bounds --job-concurrency: each running job may hold a
@@ -91,6 +90,14 @@ var settings = []setting{
 	{flag: "rate-read", env: "XPROMO_RATE_READ", def: "600", usage: "reads (GET) allowed per minute per API key, or per IP without a key", serveOnly: true},
 	{flag: "rate-write", env: "XPROMO_RATE_WRITE", def: "60", usage: "writes (POST) allowed per minute per API key, or per IP without a key", serveOnly: true},
 	{flag: "job-concurrency", env: "XPROMO_JOB_CONCURRENCY", def: "4", usage: "background jobs (vetting gate, scoring) this instance runs at once", serveOnly: true},
+	{flag: "fraud-max-rate", env: "XPROMO_FRAUD_MAX_RATE", def: "0.3", usage: "fraud rate (claims rejected for fraud ÷ verified claims, as publisher) at or above which the lifecycle review suspends an app, over 0 and at most 1", serveOnly: true},
+	{flag: "fraud-min-claims", env: "XPROMO_FRAUD_MIN_CLAIMS", def: "20", usage: "fewest verified claims as publisher in the fraud window before the fraud rate is judged", serveOnly: true},
+	{flag: "fraud-window", env: "XPROMO_FRAUD_WINDOW", def: "168h", usage: "how far back the fraud rate looks (a Go duration)", serveOnly: true},
+	{flag: "suspend-upheld-complaints", env: "XPROMO_SUSPEND_UPHELD_COMPLAINTS", def: "3", usage: "upheld complaints about an app (since its last reinstatement) that suspend it", serveOnly: true},
+	{flag: "clawback-window", env: "XPROMO_CLAWBACK_WINDOW", def: "720h", usage: "how long before a suspension for fraud a chain may have cleared and still be clawed back (a Go duration)", serveOnly: true},
+	{flag: "review-interval", env: "XPROMO_REVIEW_INTERVAL", def: "5m", usage: "how often the lifecycle review runs (suspensions, clawbacks; a Go duration)", serveOnly: true},
+	{flag: "live-min-cleared", env: "XPROMO_LIVE_MIN_CLEARED", def: "10", usage: "charged installs bought in the last 30 days a throttled app needs to go live", serveOnly: true},
+	{flag: "live-min-retention", env: "XPROMO_LIVE_MIN_RETENTION", def: "0.4", usage: "48-hour retention (charged ÷ resolved) a throttled app needs to go live, over 0 and at most 1", serveOnly: true},
 	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
@@ -108,14 +115,6 @@ var settings = []setting{
 	{flag: "webhooks-allow-loopback", env: "XPROMO_WEBHOOKS_ALLOW_LOOPBACK", def: "false", usage: "test mode only: let webhook endpoints be on 127.0.0.1 and ::1 (any port), for a receiver on this machine; true or false (1 or 0)", serveOnly: true},
 	{flag: "mcp-allowed-origins", env: "XPROMO_MCP_ALLOWED_ORIGINS", def: "", usage: "comma-separated origins (scheme://host[:port], or *) of browser pages allowed to call /mcp, besides loopback ones and the base URL's; their hosts are accepted as Host too", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
-	{flag: "fraud-max-rate", env: "XPROMO_FRAUD_MAX_RATE", def: "0.3", usage: "fraud rate (claims rejected for fraud ÷ verified claims, as publisher) at or above which the lifecycle review suspends an app, over 0 and at most 1", serveOnly: true},
-	{flag: "fraud-min-claims", env: "XPROMO_FRAUD_MIN_CLAIMS", def: "20", usage: "fewest verified claims as publisher in the fraud window before the fraud rate is judged", serveOnly: true},
-	{flag: "fraud-window", env: "XPROMO_FRAUD_WINDOW", def: "168h", usage: "how far back the fraud rate looks (a Go duration)", serveOnly: true},
-	{flag: "suspend-upheld-complaints", env: "XPROMO_SUSPEND_UPHELD_COMPLAINTS", def: "3", usage: "upheld complaints about an app (since its last reinstatement) that suspend it", serveOnly: true},
-	{flag: "clawback-window", env: "XPROMO_CLAWBACK_WINDOW", def: "720h", usage: "how long before a suspension for fraud a chain may have cleared and still be clawed back (a Go duration)", serveOnly: true},
-	{flag: "review-interval", env: "XPROMO_REVIEW_INTERVAL", def: "5m", usage: "how often the lifecycle review runs (suspensions, clawbacks; a Go duration)", serveOnly: true},
-	{flag: "live-min-cleared", env: "XPROMO_LIVE_MIN_CLEARED", def: "10", usage: "charged installs bought in the last 30 days a throttled app needs to go live", serveOnly: true},
-	{flag: "live-min-retention", env: "XPROMO_LIVE_MIN_RETENTION", def: "0.4", usage: "48-hour retention (charged ÷ resolved) a throttled app needs to go live, over 0 and at most 1", serveOnly: true},
 }
 
 // usageError is a bad command line or configuration: exit status 2.
@@ -284,6 +283,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		return cfg, usagef("%s: %q is not a number of jobs from 1 to %d", source["job-concurrency"], get("job-concurrency"), maxJobConcurrency)
 	}
 	cfg.JobConcurrency = concurrency
+	if cfg.Lifecycle, err = lifecycleRules(get, source); err != nil {
+		return cfg, err
+	}
 	switch cfg.Mode {
 	case httpapi.ModeTest, httpapi.ModeLive:
 	default:
@@ -297,9 +299,6 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		return cfg, usagef("%s: loopback webhook endpoints are for test mode only; live mode refuses them", source["webhooks-allow-loopback"])
 	}
 	cfg.WebhooksAllowLoopback = loopback
-	if cfg.Lifecycle, err = lifecycleRules(get, source); err != nil {
-		return cfg, err
-	}
 	if cfg.Mode == httpapi.ModeLive && cfg.AdminToken != "" && len(cfg.AdminToken) < minLiveAdminToken {
 		return cfg, usagef("%s: the admin token must be at least %d characters in live mode", source["admin-token"], minLiveAdminToken)
 	}
@@ -349,32 +348,4 @@ func redactURL(raw string) string {
 		r.User = url.User(u.User.Username())
 	}
 	return r.String()
-}
-
-// lifecycleRules reads the lifecycle settings: rates in (0, 1], counts of
-// at least 1, positive durations.
-func lifecycleRules(get func(string) string, source map[string]string) (lifecycle.Rules, error) {
-	var r lifecycle.Rules
-	for name, dst := range map[string]*float64{"fraud-max-rate": &r.FraudMaxRate, "live-min-retention": &r.LiveMinRetention} {
-		v, err := strconv.ParseFloat(get(name), 64)
-		if err != nil || !(v > 0 && v <= 1) {
-			return r, usagef("%s: %q is not a rate over 0 and at most 1", source[name], get(name))
-		}
-		*dst = v
-	}
-	for name, dst := range map[string]*int64{"fraud-min-claims": &r.FraudMinClaims, "suspend-upheld-complaints": &r.MaxUpheldComplaints, "live-min-cleared": &r.LiveMinCleared} {
-		v, err := strconv.ParseInt(get(name), 10, 64)
-		if err != nil || v < 1 {
-			return r, usagef("%s: %q is not a positive whole number", source[name], get(name))
-		}
-		*dst = v
-	}
-	for name, dst := range map[string]*time.Duration{"fraud-window": &r.FraudWindow, "clawback-window": &r.ClawbackWindow, "review-interval": &r.ReviewEvery} {
-		v, err := time.ParseDuration(get(name))
-		if err != nil || v <= 0 {
-			return r, usagef("%s: %q is not a positive duration (e.g. 5m, 720h)", source[name], get(name))
-		}
-		*dst = v
-	}
-	return r, nil
 }

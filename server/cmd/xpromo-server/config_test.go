@@ -8,12 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/xpromo/xpromo/server/lifecycle"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -24,13 +21,13 @@ func TestConfigDefaults(t *testing.T) {
 	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
+		Lifecycle: defaultLifecycle,
 		Addr:      "127.0.0.1:8080",
 		DataDir:   "./data",
 		Mode:      "test",
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
 		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4,
-		Lifecycle: lifecycle.Rules{}.WithDefaults(),
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
 }
@@ -48,6 +45,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 	cfg, err := parseConfig("serve", nil, env, &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
+		Lifecycle:   defaultLifecycle,
 		Addr:        "0.0.0.0:9000",
 		DatabaseURL: "postgres://app:pw@db.internal:5432/xpromo?sslmode=require",
 		DataDir:     "/var/lib/xpromo",
@@ -56,28 +54,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
 		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4,
-		Lifecycle: lifecycle.Rules{}.WithDefaults(),
 	}, cfg)
-}
-
-// The lifecycle thresholds are settings (docs/operations.md): read from
-// flags and the environment, refused when out of range.
-func TestConfigLifecycle(t *testing.T) {
-	cfg, err := parseConfig("serve", []string{"--fraud-max-rate", "0.25", "--clawback-window", "240h"},
-		envMap(map[string]string{"XPROMO_FRAUD_MIN_CLAIMS": "50", "XPROMO_REVIEW_INTERVAL": "1m", "XPROMO_LIVE_MIN_RETENTION": "0.5"}), &bytes.Buffer{}, &bytes.Buffer{})
-	require.NoError(t, err)
-	want := lifecycle.Rules{}.WithDefaults()
-	want.FraudMaxRate, want.ClawbackWindow, want.FraudMinClaims, want.ReviewEvery, want.LiveMinRetention = 0.25, 240*time.Hour, 50, time.Minute, 0.5
-	assert.Equal(t, want, cfg.Lifecycle)
-	for _, args := range [][]string{
-		{"--fraud-max-rate", "0"}, {"--fraud-max-rate", "1.5"}, {"--fraud-min-claims", "0"}, {"--fraud-window", "-1h"},
-		{"--suspend-upheld-complaints", "x"}, {"--clawback-window", "30"}, {"--review-interval", "0s"}, {"--live-min-cleared", "-2"},
-		{"--live-min-retention", "NaN"},
-	} {
-		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
-		var ue *usageError
-		assert.True(t, errors.As(err, &ue), "%v: %v", args, err)
-	}
 }
 
 func TestConfigFlagOverridesEnv(t *testing.T) {

@@ -93,12 +93,12 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		IPToASNFile:            cfg.IPToASNFile,
 		DatacentersFile:        cfg.DatacentersFile,
 		TrustedProxies:         cfg.TrustedProxies,
+		Lifecycle:              cfg.Lifecycle,
 		MCPAllowedOrigins:      cfg.MCPAllowedOrigins,
 		Instance:               instance,
 
 		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
 		JobConcurrency:        cfg.JobConcurrency,
-		Lifecycle:             cfg.Lifecycle,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
