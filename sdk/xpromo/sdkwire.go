@@ -245,6 +245,10 @@ const (
 	FraudAppMismatch         ChainReason = "fraud_app_mismatch"         // the claiming app is not the campaign's app
 	// NotActivated: refunded because no heartbeat arrived in [48 h, 72 h).
 	NotActivated ChainReason = "not_activated"
+	// FraudClawedBack is never a chain's reason: it is the reason of the
+	// fraud.flagged event announcing that a cleared chain was clawed back
+	// because its publisher was suspended for fraud.
+	FraudClawedBack ChainReason = "fraud_clawed_back"
 )
 
 // Valid reports whether r is one of the documented chain reasons.
@@ -252,7 +256,7 @@ func (r ChainReason) Valid() bool {
 	switch r {
 	case FraudTokenReused, FraudTokenExpired, FraudBadSignature, FraudBadCountersignature,
 		FraudDatacenterASN, FraudSelfPromotion, FraudCTITTooShort, FraudInstallVelocity,
-		FraudDeviceReused, FraudAppMismatch, NotActivated:
+		FraudDeviceReused, FraudAppMismatch, NotActivated, FraudClawedBack:
 		return true
 	}
 	return false

@@ -13,7 +13,7 @@ const (
 	EventChainStateChanged EventType = "chain.state_changed" // an attribution chain changed state
 	EventChainCleared      EventType = "chain.cleared"       // a chain cleared: the advertiser paid, the publisher earned
 	EventChainRejected     EventType = "chain.rejected"      // a chain (or a refused claim) was rejected
-	EventFraudFlagged      EventType = "fraud.flagged"       // a fraud rule refused a click or an install claim
+	EventFraudFlagged      EventType = "fraud.flagged"       // a fraud rule refused a click or an install claim, or a cleared chain was clawed back
 	EventPayoutSent        EventType = "payout.sent"         // a payout left the wallet for the connected account
 	EventScoreUpdated      EventType = "score.updated"       // the app's score or status changed
 )

@@ -127,6 +127,10 @@ func holdKey(chainID string) string    { return "hold:" + chainID }
 func clearKey(chainID string) string   { return "clear:" + chainID }
 func releaseKey(chainID string) string { return "release:" + chainID }
 
+// ClearKey is the ledger key of a chain's clearing (a clawback reads the
+// earn mode the clearing paid in from its lines).
+func ClearKey(chainID string) string { return clearKey(chainID) }
+
 // SDKKey is an SDK public key registered to an app. ID is its key id
 // (sdk/attribution.KeyID): the kid of everything it signs. A revoked key
 // verifies nothing from its revocation on.

@@ -108,3 +108,12 @@ func (c *appCache) forgetKey(kid string) {
 	delete(c.keys, kid)
 	c.mu.Unlock()
 }
+
+// ForgetApp drops the app's cached record, so that this instance's SDK
+// endpoints see a status change at once (other instances within
+// DefaultCacheTTL): the lifecycle review calls it after a suspension.
+func (s *Service) ForgetApp(id string) {
+	s.cache.mu.Lock()
+	delete(s.cache.apps, id)
+	s.cache.mu.Unlock()
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/webhooks"
@@ -41,6 +42,7 @@ type Tx interface {
 	webhooks.Tx
 	jobs.Tx
 	contact.Store
+	lifecycle.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

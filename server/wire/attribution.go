@@ -164,10 +164,13 @@ func attributionService(cfg Config, store storage.Store, m *market.Service) (*at
 // stores the fill counters.
 const DefaultSweepInterval = 5 * time.Second
 
-// RunBackground runs attribution's background work until ctx ends: the
+// RunBackground runs the background work until ctx ends: attribution's
 // clearing sweep and the fill counters' flush, every cfg.SweepInterval
-// (DefaultSweepInterval if 0), and a last flush on the way out. Several
-// instances may run it at once (the sweep claims disjoint batches).
+// (DefaultSweepInterval if 0), with a last flush on the way out; and the
+// lifecycle review (suspensions, clawbacks), every cfg.Lifecycle.ReviewEvery
+// (lifecycle.DefaultReviewEvery if 0), first right at start. Several
+// instances may run it at once (the sweep claims disjoint batches; a chain
+// is clawed back once, whoever reviews).
 func (s *Server) RunBackground(ctx context.Context) {
 	every := s.cfg.SweepInterval
 	if every <= 0 {
@@ -176,7 +179,9 @@ func (s *Server) RunBackground(ctx context.Context) {
 	log := s.cfg.Logger
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for {
+	review := time.NewTicker(s.cfg.Lifecycle.WithDefaults().ReviewEvery)
+	defer review.Stop()
+	sweep := func() {
 		res, err := s.Attribution.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -187,6 +192,10 @@ func (s *Server) RunBackground(ctx context.Context) {
 		if err := s.Attribution.FlushFills(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("storing fill counts", slog.String("error", err.Error()))
 		}
+	}
+	sweep()
+	s.review(ctx)
+	for {
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -195,7 +204,23 @@ func (s *Server) RunBackground(ctx context.Context) {
 			}
 			cancel()
 			return
+		case <-review.C:
+			s.review(ctx)
 		case <-tick.C:
+			sweep()
 		}
+	}
+}
+
+// review runs the lifecycle review once and logs what it did.
+func (s *Server) review(ctx context.Context) {
+	res, err := s.Lifecycle.Review(ctx)
+	log := s.cfg.Logger
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Warn("lifecycle review", slog.String("error", err.Error()))
+	case len(res.Suspended)+res.ClawedBack+res.Failed > 0:
+		log.Info("lifecycle review", slog.Int("suspended", len(res.Suspended)), slog.Int("clawed_back", res.ClawedBack),
+			slog.Int64("refunded_cents", res.Refunded), slog.Int("failed", res.Failed))
 	}
 }

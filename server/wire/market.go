@@ -30,6 +30,9 @@ func marketService(cfg Config, store storage.Store) (*market.Service, error) {
 		Now:       cfg.Now,
 		Catalogue: catalogue,
 		Apps:      appsSvc,
+		// The go-live bar is a lifecycle setting (docs/apps.md).
+		LiveMinCleared:   cfg.Lifecycle.WithDefaults().LiveMinCleared,
+		LiveMinRetention: cfg.Lifecycle.WithDefaults().LiveMinRetention,
 		// SpendToday is set by the attribution wiring, which owns the
 		// record of which campaign each hold is for. Delivery is built on
 		// the first fill (or Rebuild), once it is set.

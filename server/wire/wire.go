@@ -19,6 +19,7 @@ import (
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/jobs"
+	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/payments/stripe"
@@ -106,6 +107,11 @@ type Config struct {
 	// DefaultSweepInterval.
 	SweepInterval time.Duration
 
+	// Lifecycle are the lifecycle review's thresholds and the go-live bar
+	// (docs/apps.md "Lifecycle"; zero fields: defaults). RunBackground
+	// runs the review every Lifecycle.ReviewEvery.
+	Lifecycle lifecycle.Rules
+
 	// WebhooksAllowLoopback lets webhook endpoints be on 127.0.0.1 and ::1
 	// (any port), for a receiver on the developer's machine (make demo).
 	// Test mode only: Build refuses it in live mode.
@@ -144,7 +150,10 @@ type Server struct {
 	// Clock is the clock of every domain: cfg.Now plus the test clock's
 	// offset (moved by POST /v1/admin/clock/advance in test mode).
 	Clock *Clock
-	cfg   Config
+	// Lifecycle is the review that suspends apps and claws back fraud
+	// (RunBackground runs it; tests call Review directly).
+	Lifecycle *lifecycle.Service
+	cfg       Config
 }
 
 // New builds the whole HTTP server on store.
@@ -209,6 +218,10 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
 	svc.Complaints = complaintsService(cfg, store)
+	life, err := lifecycleService(cfg, store, svc.Market, svc.Attribution)
+	if err != nil {
+		return nil, fmt.Errorf("lifecycle: %w", err)
+	}
 	if svc.Limiter, svc.ReadPolicy, svc.WritePolicy, err = rateLimiter(cfg); err != nil {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
@@ -219,5 +232,5 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	registerGate(cfg, runner, svc.Gate)
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Jobs: runner, Clock: clock, cfg: cfg}, nil
+	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Lifecycle: life, Jobs: runner, Clock: clock, cfg: cfg}, nil
 }

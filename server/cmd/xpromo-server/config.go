@@ -17,6 +17,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/wire"
 )
 
@@ -53,6 +54,10 @@ type config struct {
 	OfferSecret, PreviousOfferSecret string
 	IPToASNFile, DatacentersFile     string
 	TrustedProxies                   []netip.Prefix
+
+	// Lifecycle are the review's thresholds and the go-live bar
+	// (docs/apps.md "Lifecycle"; lifecycle.go reads them).
+	Lifecycle lifecycle.Rules
 
 	// WebhooksAllowLoopback admits webhook endpoints on 127.0.0.1 and ::1
 	// (test mode only; docs/webhooks.md).
@@ -91,6 +96,14 @@ var settings = []setting{
 	{flag: "rate-read", env: "XPROMO_RATE_READ", def: "600", usage: "reads (GET) allowed per minute per API key, or per IP without a key", serveOnly: true},
 	{flag: "rate-write", env: "XPROMO_RATE_WRITE", def: "60", usage: "writes (POST) allowed per minute per API key, or per IP without a key", serveOnly: true},
 	{flag: "job-concurrency", env: "XPROMO_JOB_CONCURRENCY", def: "4", usage: "background jobs (vetting gate, scoring) this instance runs at once", serveOnly: true},
+	{flag: "fraud-max-rate", env: "XPROMO_FRAUD_MAX_RATE", def: "0.3", usage: "fraud rate (claims rejected for fraud ÷ verified claims, as publisher) at or above which the lifecycle review suspends an app, over 0 and at most 1", serveOnly: true},
+	{flag: "fraud-min-claims", env: "XPROMO_FRAUD_MIN_CLAIMS", def: "20", usage: "fewest verified claims as publisher in the fraud window before the fraud rate is judged", serveOnly: true},
+	{flag: "fraud-window", env: "XPROMO_FRAUD_WINDOW", def: "168h", usage: "how far back the fraud rate looks (a Go duration)", serveOnly: true},
+	{flag: "suspend-upheld-complaints", env: "XPROMO_SUSPEND_UPHELD_COMPLAINTS", def: "3", usage: "upheld complaints about an app (since its last reinstatement) that suspend it", serveOnly: true},
+	{flag: "clawback-window", env: "XPROMO_CLAWBACK_WINDOW", def: "720h", usage: "how long before a suspension for fraud a chain may have cleared and still be clawed back (a Go duration)", serveOnly: true},
+	{flag: "review-interval", env: "XPROMO_REVIEW_INTERVAL", def: "5m", usage: "how often the lifecycle review runs (suspensions, clawbacks; a Go duration)", serveOnly: true},
+	{flag: "live-min-cleared", env: "XPROMO_LIVE_MIN_CLEARED", def: "10", usage: "charged installs bought in the last 30 days a throttled app needs to go live", serveOnly: true},
+	{flag: "live-min-retention", env: "XPROMO_LIVE_MIN_RETENTION", def: "0.4", usage: "48-hour retention (charged ÷ resolved) a throttled app needs to go live, over 0 and at most 1", serveOnly: true},
 	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
@@ -292,6 +305,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		return cfg, usagef("%s: %q is not a number of jobs from 1 to %d", source["job-concurrency"], get("job-concurrency"), maxJobConcurrency)
 	}
 	cfg.JobConcurrency = concurrency
+	if cfg.Lifecycle, err = lifecycleRules(get, source); err != nil {
+		return cfg, err
+	}
 	switch cfg.Mode {
 	case httpapi.ModeTest, httpapi.ModeLive:
 	default:

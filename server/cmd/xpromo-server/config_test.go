@@ -26,6 +26,7 @@ func TestConfigDefaults(t *testing.T) {
 	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
+		Lifecycle: defaultLifecycle,
 		Addr:      "127.0.0.1:8080",
 		DataDir:   "./data",
 		Mode:      "test",
@@ -75,6 +76,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 	cfg, err := parseConfig("serve", nil, env, &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, config{
+		Lifecycle:   defaultLifecycle,
 		Addr:        "0.0.0.0:9000",
 		DatabaseURL: "postgres://app:pw@db.internal:5432/xpromo?sslmode=require",
 		DataDir:     "/var/lib/xpromo",

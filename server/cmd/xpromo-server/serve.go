@@ -93,6 +93,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		IPToASNFile:            cfg.IPToASNFile,
 		DatacentersFile:        cfg.DatacentersFile,
 		TrustedProxies:         cfg.TrustedProxies,
+		Lifecycle:              cfg.Lifecycle,
 		MCPAllowedOrigins:      cfg.MCPAllowedOrigins,
 		Instance:               instance,
 

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/server/lifecycle"
+)
+
+// defaultLifecycle is the lifecycle's settings with none given.
+var defaultLifecycle = lifecycle.Rules{}.WithDefaults()
+
+// The lifecycle thresholds are settings (docs/operations.md): read from
+// flags and the environment, refused when out of range.
+func TestConfigLifecycle(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"--fraud-max-rate", "0.25", "--clawback-window", "240h"},
+		envMap(map[string]string{"XPROMO_FRAUD_MIN_CLAIMS": "50", "XPROMO_REVIEW_INTERVAL": "1m", "XPROMO_LIVE_MIN_RETENTION": "0.5"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	want := lifecycle.Rules{}.WithDefaults()
+	want.FraudMaxRate, want.ClawbackWindow, want.FraudMinClaims, want.ReviewEvery, want.LiveMinRetention = 0.25, 240*time.Hour, 50, time.Minute, 0.5
+	assert.Equal(t, want, cfg.Lifecycle)
+	for _, args := range [][]string{
+		{"--fraud-max-rate", "0"}, {"--fraud-max-rate", "1.5"}, {"--fraud-min-claims", "0"}, {"--fraud-window", "-1h"},
+		{"--suspend-upheld-complaints", "x"}, {"--clawback-window", "30"}, {"--review-interval", "0s"}, {"--live-min-cleared", "-2"},
+		{"--live-min-retention", "NaN"},
+	} {
+		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		var ue *usageError
+		assert.True(t, errors.As(err, &ue), "%v: %v", args, err)
+	}
+}

@@ -1,0 +1,149 @@
+// Package lifecycle moves app statuses by themselves where the network's
+// own data decides: a periodic review (Service.Review) suspends approved,
+// throttled and live apps whose fraud rate as publisher or whose upheld
+// complaints cross the bar, and claws back the cleared earnings of an app
+// suspended for fraud, one chain per transaction, exactly once.
+//
+// The thresholds are Rules (docs/apps.md "Lifecycle"); deciding from the
+// numbers (Rules.Verdict) is free of I/O. The review is run by the server's
+// background loop (wire.Server.RunBackground) every Rules.ReviewEvery and by
+// tests directly; it derives everything from stored state, so a review cut
+// short by a crash is resumed by the next one.
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/market"
+)
+
+// Rules are the lifecycle's thresholds. The zero value of a field means its
+// default (Default…).
+type Rules struct {
+	// FraudWindow is how far back the fraud rate looks (7 days): an app's
+	// install claims as publisher in the window, counted from its last
+	// reinstatement if that is later.
+	FraudWindow time.Duration
+	// FraudMinClaims is the smallest sample the fraud rate is judged on
+	// (20 claims): below it no app is suspended for fraud.
+	FraudMinClaims int64
+	// FraudMaxRate is the fraud rate (claims rejected with a fraud_ code ÷
+	// claims) at or above which an app is suspended (0.3).
+	FraudMaxRate float64
+	// MaxUpheldComplaints is the number of upheld complaints about an app,
+	// resolved since its last reinstatement, that suspends it (3).
+	MaxUpheldComplaints int64
+	// ClawbackWindow is how long before its suspension for fraud a chain
+	// may have cleared and still be clawed back (30 days). Chains that
+	// clear while the app stays suspended are clawed back too.
+	ClawbackWindow time.Duration
+	// ReviewEvery is how often the server runs the review (5 minutes).
+	ReviewEvery time.Duration
+
+	// LiveMinCleared and LiveMinRetention are the go-live bar applied by
+	// the market at each clearing (market.Service.LiveMinCleared and
+	// LiveMinRetention, which the server sets from these): at least 10
+	// charged installs bought in the last 30 days, with a 48-hour retention
+	// of at least 0.4.
+	LiveMinCleared   int64
+	LiveMinRetention float64
+}
+
+// Defaults.
+const (
+	DefaultFraudWindow         = 7 * 24 * time.Hour
+	DefaultFraudMinClaims      = 20
+	DefaultFraudMaxRate        = 0.3
+	DefaultMaxUpheldComplaints = 3
+	DefaultClawbackWindow      = 30 * 24 * time.Hour
+	DefaultReviewEvery         = 5 * time.Minute
+	DefaultLiveMinCleared      = market.DefaultLiveMinCleared
+	DefaultLiveMinRetention    = market.DefaultLiveMinRetention
+)
+
+// WithDefaults returns r with every zero (or negative) field set to its
+// default.
+func (r Rules) WithDefaults() Rules {
+	if r.FraudWindow <= 0 {
+		r.FraudWindow = DefaultFraudWindow
+	}
+	if r.FraudMinClaims <= 0 {
+		r.FraudMinClaims = DefaultFraudMinClaims
+	}
+	if r.FraudMaxRate <= 0 {
+		r.FraudMaxRate = DefaultFraudMaxRate
+	}
+	if r.MaxUpheldComplaints <= 0 {
+		r.MaxUpheldComplaints = DefaultMaxUpheldComplaints
+	}
+	if r.ClawbackWindow <= 0 {
+		r.ClawbackWindow = DefaultClawbackWindow
+	}
+	if r.ReviewEvery <= 0 {
+		r.ReviewEvery = DefaultReviewEvery
+	}
+	if r.LiveMinCleared <= 0 {
+		r.LiveMinCleared = DefaultLiveMinCleared
+	}
+	if r.LiveMinRetention <= 0 {
+		r.LiveMinRetention = DefaultLiveMinRetention
+	}
+	return r
+}
+
+// Reason codes of the suspensions the review makes (app_status_history,
+// the score's reasons).
+const (
+	ReasonFraudRate  = "fraud_rate_exceeded" // actor fraud; its cleared earnings are clawed back
+	ReasonComplaints = "complaints_upheld"   // actor system; no clawback
+)
+
+// ReasonFraud is the reason an operator gives to suspend an app for fraud:
+// `suspend` with reason "fraud" claws back like fraud_rate_exceeded.
+const ReasonFraud = "fraud"
+
+// ClawsBack reports whether a suspension with this reason claws back the
+// app's cleared earnings as publisher.
+func ClawsBack(reason string) bool { return reason == ReasonFraudRate || reason == ReasonFraud }
+
+// Reviewed are the statuses the review may suspend.
+var Reviewed = []xpromo.AppStatus{xpromo.AppStatusApproved, xpromo.AppStatusThrottled, xpromo.AppStatusLive}
+
+// Signals are what the review judges an app on.
+type Signals struct {
+	AppID  string
+	Status xpromo.AppStatus
+	// Claims counts the install claims naming the app as publisher whose
+	// two signatures verified (accepted, or rejected by a rule), since the
+	// window's start or the app's last reinstatement, whichever is later.
+	// Claims refused before verification (a replayed or forged token) are
+	// not counted: anyone who saw a click token could send them.
+	Claims int64
+	// FraudRejected counts those of Claims rejected with a fraud_ code.
+	FraudRejected int64
+	// Upheld counts the upheld complaints about the app resolved since its
+	// last reinstatement (ever, if it was never suspended).
+	Upheld int64
+}
+
+// Verdict is what the review decides for one app.
+type Verdict struct {
+	Suspend bool
+	Reason  string // ReasonFraudRate or ReasonComplaints
+	Actor   string // apps.ActorFraud or apps.ActorSystem
+}
+
+// Verdict decides whether the app the signals describe is suspended: fraud
+// first (it also claws back), then complaints.
+func (r Rules) Verdict(s Signals) Verdict {
+	r = r.WithDefaults()
+	if s.Claims >= r.FraudMinClaims && float64(s.FraudRejected) >= r.FraudMaxRate*float64(s.Claims) {
+		return Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
+	}
+	if s.Upheld >= r.MaxUpheldComplaints {
+		return Verdict{Suspend: true, Reason: ReasonComplaints, Actor: apps.ActorSystem}
+	}
+	return Verdict{}
+}

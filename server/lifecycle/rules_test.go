@@ -1,0 +1,54 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/xpromo/xpromo/server/apps"
+)
+
+func TestVerdict(t *testing.T) {
+	r := Rules{} // the defaults: 20 claims, 0.3, 3 complaints
+	fraud := Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
+	complaints := Verdict{Suspend: true, Reason: ReasonComplaints, Actor: apps.ActorSystem}
+	for _, c := range []struct {
+		s    Signals
+		want Verdict
+	}{
+		{Signals{}, Verdict{}},
+		{Signals{Claims: 19, FraudRejected: 19}, Verdict{}},        // below the minimum sample
+		{Signals{Claims: 20, FraudRejected: 5}, Verdict{}},         // 0.25
+		{Signals{Claims: 20, FraudRejected: 6}, fraud},             // 0.3: at the bar
+		{Signals{Claims: 1000, FraudRejected: 299}, Verdict{}},     // just under
+		{Signals{Upheld: 2}, Verdict{}},                            //
+		{Signals{Upheld: 3}, complaints},                           //
+		{Signals{Claims: 20, FraudRejected: 20, Upheld: 9}, fraud}, // fraud first: it claws back
+		{Signals{Claims: 20, FraudRejected: 1, Upheld: 3}, complaints},
+	} {
+		assert.Equal(t, c.want, r.Verdict(c.s), "%+v", c.s)
+	}
+	custom := Rules{FraudMinClaims: 2, FraudMaxRate: 1, MaxUpheldComplaints: 1}
+	assert.Equal(t, Verdict{}, custom.Verdict(Signals{Claims: 2, FraudRejected: 1}))
+	assert.Equal(t, fraud, custom.Verdict(Signals{Claims: 2, FraudRejected: 2}))
+	assert.Equal(t, complaints, custom.Verdict(Signals{Upheld: 1}))
+}
+
+func TestClawsBack(t *testing.T) {
+	assert.True(t, ClawsBack(ReasonFraudRate))
+	assert.True(t, ClawsBack("fraud"))
+	assert.False(t, ClawsBack(ReasonComplaints))
+	assert.False(t, ClawsBack("Fraud"), "operator reasons are matched exactly")
+	assert.False(t, ClawsBack(""))
+}
+
+func TestWithDefaults(t *testing.T) {
+	d := Rules{}.WithDefaults()
+	assert.Equal(t, Rules{
+		FraudWindow: DefaultFraudWindow, FraudMinClaims: DefaultFraudMinClaims, FraudMaxRate: DefaultFraudMaxRate,
+		MaxUpheldComplaints: DefaultMaxUpheldComplaints, ClawbackWindow: DefaultClawbackWindow, ReviewEvery: DefaultReviewEvery,
+		LiveMinCleared: DefaultLiveMinCleared, LiveMinRetention: DefaultLiveMinRetention,
+	}, d)
+	assert.Equal(t, d, d.WithDefaults())
+	assert.Equal(t, int64(7), Rules{FraudMinClaims: 7}.WithDefaults().FraudMinClaims)
+}

@@ -1,0 +1,110 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/lifecycle"
+)
+
+// lifecycle.Tx on SQLite.
+
+var _ lifecycle.Tx = (*tx)(nil)
+
+// reviewSignals counts, for each app the review judges, its verified claims
+// as publisher and those rejected for fraud since ?1 or its last
+// reinstatement (r.at), and its upheld complaints resolved after that reinstatement.
+const reviewSignals = `WITH r AS (
+  SELECT app_id, max(at) AS at FROM app_status_history WHERE from_status = 'suspended' GROUP BY app_id
+)
+SELECT a.id, a.status,
+  (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
+     AND c.created_at >= max(?1, coalesce(r.at, 0)) AND (c.installed_at > 0 OR c.state = 'rejected')),
+  (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
+     AND c.created_at >= max(?1, coalesce(r.at, 0)) AND c.state = 'rejected' AND c.reason LIKE 'fraud\_%' ESCAPE '\'),
+  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND k.resolved_at > coalesce(r.at, -1))
+FROM apps a LEFT JOIN r ON r.app_id = a.id
+WHERE a.status IN ('approved', 'throttled', 'live')
+ORDER BY a.id`
+
+func (t *tx) ReviewSignals(ctx context.Context, since time.Time) ([]lifecycle.Signals, error) {
+	rows, err := t.tx.QueryContext(ctx, reviewSignals, micros(since))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []lifecycle.Signals
+	for rows.Next() {
+		var s lifecycle.Signals
+		var status string
+		if err := rows.Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Upheld); err != nil {
+			return nil, wrap(err)
+		}
+		s.Status = xpromo.AppStatus(status)
+		out = append(out, s)
+	}
+	return out, wrap(rows.Err())
+}
+
+// suspensions is the last move to suspended of each app suspended now.
+const suspensions = `SELECT h.app_id, h.reason, h.actor, h.at
+FROM app_status_history h JOIN apps a ON a.id = h.app_id
+WHERE a.status = 'suspended'
+  AND h.seq = (SELECT max(x.seq) FROM app_status_history x WHERE x.app_id = h.app_id AND x.to_status = 'suspended')
+ORDER BY h.app_id`
+
+func (t *tx) Suspensions(ctx context.Context) ([]lifecycle.Suspension, error) {
+	rows, err := t.tx.QueryContext(ctx, suspensions)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []lifecycle.Suspension
+	for rows.Next() {
+		var s lifecycle.Suspension
+		var at int64
+		if err := rows.Scan(&s.AppID, &s.Reason, &s.Actor, &at); err != nil {
+			return nil, wrap(err)
+		}
+		s.At = fromMicros(at)
+		out = append(out, s)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) ClawbackCandidates(ctx context.Context, publisherAppID string, since time.Time, limit int) ([]attribution.Chain, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+chainColumnsOfC+` FROM chains c
+WHERE c.publisher_app_id = ? AND c.state = 'cleared' AND c.resolved_at >= ?
+  AND NOT EXISTS (SELECT 1 FROM chain_clawbacks k WHERE k.chain_id = c.id)
+ORDER BY c.resolved_at, c.id LIMIT ?`, publisherAppID, micros(since), limit)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []attribution.Chain
+	for rows.Next() {
+		c, err := scanChain(rows)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, c)
+	}
+	return out, wrap(rows.Err())
+}
+
+// InsertClawback inserts unless the chain has a clawback: INSERT … SELECT
+// WHERE NOT EXISTS, since the append-only guard aborts a conflicting insert
+// before any ON CONFLICT clause could skip it. SQLite runs one writer at a
+// time, so the check and the insert cannot interleave with another's.
+func (t *tx) InsertClawback(ctx context.Context, c lifecycle.Clawback) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO chain_clawbacks (chain_id, app_id, reason, at)
+SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM chain_clawbacks WHERE chain_id = ?1)`,
+		c.ChainID, c.AppID, c.Reason, micros(c.At))
+	if err != nil {
+		return false, wrap(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, wrap(err)
+}

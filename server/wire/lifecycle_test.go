@@ -1,0 +1,401 @@
+package wire_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	token "github.com/xpromo/xpromo/sdk/attribution"
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/httpapi"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/lifecycle"
+	"github.com/xpromo/xpromo/server/openapi/openapitest"
+	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+	"github.com/xpromo/xpromo/server/wire"
+)
+
+// startBuilt is start, keeping the assembled server (its lifecycle review
+// is called directly, as the background loop calls it).
+func startBuilt(t *testing.T, chk *openapitest.Checker, s storage.Store, cfg wire.Config) (*api, *wire.Server) {
+	t.Helper()
+	a := &api{t: t, http: chk.Client(), store: s, clock: clocktest.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))}
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	cfg.BaseURL, cfg.Now, cfg.AdminToken, cfg.Mode = ts.URL, a.clock.Now, adminToken, httpapi.ModeTest
+	srv, err := wire.Build(cfg, s)
+	require.NoError(t, err)
+	handler, a.srv, a.url = srv.HTTP, srv.HTTP, ts.URL
+	return a, srv
+}
+
+// fraudClaim plays a click that the advertiser's SDK claims at once: both
+// signatures verify, and the rule refuses it (fraud_ctit_too_short).
+func (a *api) fraudClaim(pub, adv sdkApp, device string) {
+	a.t.Helper()
+	fill := decode[xpromo.FillResponse](a.t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
+	require.True(a.t, fill.Filled, "%+v", fill)
+	now := a.serverNow()
+	tok, err := token.SignClick(pub.sdk.Private, pub.sdk.ID, token.NewClickClaims(*fill.Offer, now))
+	require.NoError(a.t, err)
+	a.expect(200, a.do("POST", "/v1/sdk/click", "", xpromo.ClickRequest{Token: tok}))
+	cs, err := token.Countersign(adv.sdk.Private, adv.sdk.ID, tok, device, now, adv.id)
+	require.NoError(a.t, err)
+	assert.Equal(a.t, "fraud_ctit_too_short", a.expect(403, a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tok, Countersignature: cs})).code(a.t))
+}
+
+func (a *api) sweep() xpromo.SweepResult {
+	a.t.Helper()
+	return decode[xpromo.SweepResult](a.t, a.expect(200, a.do("POST", "/v1/admin/attribution/sweep", adminToken, nil)))
+}
+
+func (a *api) status(app sdkApp) xpromo.AppStatus {
+	a.t.Helper()
+	return decode[xpromo.Score](a.t, a.expect(200, a.do("GET", "/v1/apps/"+app.id+"/score", app.key, nil))).Status
+}
+
+func (a *api) lastChange(app sdkApp) xpromo.StatusChange {
+	a.t.Helper()
+	v := decode[xpromo.AdminApp](a.t, a.expect(200, a.do("GET", "/v1/admin/apps/"+app.id, adminToken, nil)))
+	require.NotEmpty(a.t, v.StatusHistory)
+	return v.StatusHistory[len(v.StatusHistory)-1]
+}
+
+// clawbackEvents are the app's fraud.flagged events announcing clawbacks,
+// by chain id.
+func (a *api) clawbackEvents(app sdkApp) []string {
+	a.t.Helper()
+	page := decode[xpromo.EventPage](a.t, a.expect(200, a.do("GET", "/v1/apps/"+app.id+"/events?type=fraud.flagged&limit=100", app.key, nil)))
+	var out []string
+	for _, e := range page.Events {
+		var d xpromo.FraudEventData
+		require.NoError(a.t, json.Unmarshal(e.Data, &d))
+		if d.Reason == xpromo.FraudClawedBack {
+			require.NotNil(a.t, d.PreviousState)
+			assert.Equal(a.t, xpromo.ChainCleared, *d.PreviousState)
+			out = append(out, d.Chain.ChainID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func balance(ls []xpromo.LedgerLine) int64 {
+	if len(ls) == 0 {
+		return 0
+	}
+	return ls[len(ls)-1].BalanceAfter
+}
+
+func linesOf(ls []xpromo.LedgerLine, typ xpromo.LineType) []wline {
+	var out []wline
+	for _, l := range wlines(ls) {
+		if l.Type == typ {
+			out = append(out, wline{Type: l.Type, Amount: l.Amount, Counterparty: l.Counterparty, Chain: l.Chain})
+		}
+	}
+	return out
+}
+
+// TestLifecycleSimulation is the network moving by itself (issue 15), on
+// both stores, on the test clock, through the real SDK flows: three apps go
+// pending → approved (an operator) → throttled (first trade); the
+// advertiser goes live once its bought installs clear with good retention.
+// One publisher then sends installs that the fraud rules refuse; the
+// lifecycle review suspends it (fraud_rate_exceeded), claws back each of its
+// chains cleared in the window exactly once (publisher's earnings back,
+// advertiser refunded), and, later, the chain that cleared after its
+// suspension; running the review again changes nothing. Upheld complaints
+// suspend the honest publisher (no clawback); an operator reinstates it and
+// the next review leaves it alone; an operator's suspension for "fraud"
+// claws back like the review's. The ledger verifies at the end.
+func TestLifecycleSimulation(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		rules := lifecycle.Rules{FraudMinClaims: 5, FraudMaxRate: 0.5, MaxUpheldComplaints: 2, LiveMinCleared: 3}
+		a, srv := startBuilt(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000, Lifecycle: rules})
+		ctx := context.Background()
+		review := func() lifecycle.Result {
+			t.Helper()
+			res, err := srv.Lifecycle.Review(ctx)
+			require.NoError(t, err)
+			return res
+		}
+		const category, price = "productivity", int64(400) // the category's mac floor
+		earn := price - price*30/100
+
+		adv := a.register("Snip", "com.example.snip", "")
+		good := a.register("Clipboard", "com.example.clipboard", category)
+		bad := a.register("Farm", "com.example.farm", category)
+		for _, app := range []sdkApp{adv, good, bad} {
+			assert.Equal(t, xpromo.AppStatusApproved, a.status(app))
+		}
+		a.topUp(adv, 20_000)
+		a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{category}, "daily_budget_cents": 5000}))
+
+		// Day 0: one install through the honest publisher, two through the
+		// other; all are kept 48 hours and clear. First trade: throttled;
+		// three cleared with retention 1: the advertiser is live.
+		tokGood := a.install(good, adv, "dev-1")
+		tokBad2 := a.install(bad, adv, "dev-2")
+		tokBad3 := a.install(bad, adv, "dev-3")
+		for _, app := range []sdkApp{adv, good, bad} {
+			assert.Equal(t, xpromo.AppStatusThrottled, a.status(app))
+		}
+		// Someone who saw the honest publisher's click token replays it
+		// from six devices: each claim is refused (fraud_token_reused) and
+		// recorded, but none verified, so none counts against the
+		// publisher: a replay cannot get an app suspended.
+		for i := range 6 {
+			cs, err := token.Countersign(adv.sdk.Private, adv.sdk.ID, tokGood, "replay-"+string(rune('a'+i)), a.serverNow(), adv.id)
+			require.NoError(t, err)
+			assert.Equal(t, "fraud_token_reused", a.expect(403, a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tokGood, Countersignature: cs})).code(t))
+		}
+
+		a.advance(48 * time.Hour)
+		a.heartbeat(adv, tokGood, "dev-1")
+		a.heartbeat(adv, tokBad2, "dev-2")
+		a.heartbeat(adv, tokBad3, "dev-3")
+		assert.Equal(t, xpromo.SweepResult{Cleared: 3}, a.sweep())
+		assert.Equal(t, xpromo.AppStatusLive, a.status(adv))
+		last := a.lastChange(adv)
+		assert.Equal(t, []any{xpromo.AppStatusThrottled, xpromo.AppStatusLive, "cleared_with_good_retention", "market"}, []any{*last.From, last.To, last.Reason, last.Actor})
+		badChains := []string{}
+		for _, l := range linesOf(a.wallet(bad), xpromo.LineEarn) {
+			badChains = append(badChains, l.Chain)
+		}
+		require.Len(t, badChains, 2)
+		slices.Sort(badChains)
+
+		// Nothing crosses a bar yet.
+		assert.Equal(t, lifecycle.Result{}, review())
+		assert.Equal(t, xpromo.AppStatusThrottled, a.status(good))
+
+		// Day 2: one more honest-looking install through the farm (it will
+		// clear later), then three claims the fraud rules refuse. Its claims:
+		// 3 accepted, 3 refused for fraud: a rate of 0.5 on 6 ≥ 5 claims.
+		tokBad4 := a.install(bad, adv, "dev-4")
+		for _, d := range []string{"dev-5", "dev-6", "dev-7"} {
+			a.fraudClaim(bad, adv, d)
+		}
+		res := review()
+		assert.Equal(t, []string{bad.id}, res.Suspended)
+		assert.Equal(t, 2, res.ClawedBack)
+		assert.Equal(t, 2*price, res.Refunded)
+		assert.Zero(t, res.Failed)
+		assert.Equal(t, xpromo.AppStatusSuspended, a.status(bad))
+		last = a.lastChange(bad)
+		assert.Equal(t, []any{xpromo.AppStatusThrottled, xpromo.AppStatusSuspended, lifecycle.ReasonFraudRate, "fraud"}, []any{*last.From, last.To, last.Reason, last.Actor})
+		score := decode[xpromo.Score](t, a.expect(200, a.do("GET", "/v1/apps/"+bad.id+"/score", bad.key, nil)))
+		assert.Contains(t, score.Reasons, lifecycle.ReasonFraudRate, "the score says why")
+		scores := decode[xpromo.EventPage](t, a.expect(200, a.do("GET", "/v1/apps/"+bad.id+"/events?type=score.updated&limit=100", bad.key, nil))).Events
+		require.NotEmpty(t, scores)
+		var upd xpromo.ScoreEventData
+		require.NoError(t, json.Unmarshal(scores[len(scores)-1].Data, &upd))
+		assert.Equal(t, xpromo.AppStatusSuspended, upd.Score.Status, "score.updated announced the suspension")
+
+		// The money: the farm gave back both earnings (its wallet is 0), the
+		// advertiser got both prices back as adjustments.
+		badLines := a.wallet(bad)
+		assert.Equal(t, []wline{
+			{Type: xpromo.LineClawback, Amount: -earn, Counterparty: adv.id, Chain: badChains[0]},
+			{Type: xpromo.LineClawback, Amount: -earn, Counterparty: adv.id, Chain: badChains[1]},
+		}, sortedByChain(linesOf(badLines, xpromo.LineClawback)))
+		assert.Zero(t, balance(badLines))
+		assert.Equal(t, []wline{
+			{Type: xpromo.LineAdjustment, Amount: price, Counterparty: bad.id, Chain: badChains[0]},
+			{Type: xpromo.LineAdjustment, Amount: price, Counterparty: bad.id, Chain: badChains[1]},
+		}, sortedByChain(linesOf(a.wallet(adv), xpromo.LineAdjustment)))
+		// fraud.flagged to both apps, per chain.
+		assert.Equal(t, badChains, a.clawbackEvents(bad))
+		assert.Equal(t, badChains, a.clawbackEvents(adv))
+		// A suspended publisher gets no fill; it cannot withdraw.
+		fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(bad, xpromo.SlotOnboardingComplete))))
+		assert.False(t, fill.Filled)
+		assert.Equal(t, "payout_not_allowed", a.do("POST", "/v1/apps/"+bad.id+"/payout", bad.key, nil).code(t))
+
+		// Running the review again changes nothing more.
+		assert.Equal(t, lifecycle.Result{}, review())
+		assert.Len(t, a.wallet(bad), len(badLines))
+
+		// The farm's last install is kept and clears after its suspension:
+		// the next review claws it back too, once.
+		a.advance(48 * time.Hour)
+		a.heartbeat(adv, tokBad4, "dev-4")
+		assert.Equal(t, xpromo.SweepResult{Cleared: 1}, a.sweep())
+		res = review()
+		assert.Empty(t, res.Suspended)
+		assert.Equal(t, 1, res.ClawedBack)
+		assert.Equal(t, lifecycle.Result{}, review())
+		badLines = a.wallet(bad)
+		assert.Len(t, linesOf(badLines, xpromo.LineClawback), 3)
+		assert.Zero(t, balance(badLines))
+		assert.Len(t, a.clawbackEvents(adv), 3)
+
+		// The honest publisher: two complaints upheld suspend it
+		// (complaints_upheld, actor system), with no clawback.
+		for range 2 {
+			c := decode[xpromo.Complaint](t, a.expect(201, a.do("POST", "/v1/apps/"+adv.id+"/complaints", adv.key, map[string]any{"app_id": good.id, "reason": "misleading_ad"})))
+			a.expect(200, a.do("POST", "/v1/admin/complaints/"+c.ComplaintID+"/resolve", adminToken, map[string]any{"resolution": "upheld"}))
+		}
+		res = review()
+		assert.Equal(t, []string{good.id}, res.Suspended)
+		assert.Zero(t, res.ClawedBack)
+		last = a.lastChange(good)
+		assert.Equal(t, lifecycle.ReasonComplaints, last.Reason)
+		assert.Equal(t, "system", last.Actor)
+		assert.Empty(t, linesOf(a.wallet(good), xpromo.LineClawback))
+
+		// An operator reinstates it: the complaints before the
+		// reinstatement no longer count.
+		a.advance(time.Minute)
+		a.expect(200, a.do("POST", "/v1/admin/apps/"+good.id+"/reinstate", adminToken, map[string]any{"reason": "resolved with the team"}))
+		assert.Equal(t, xpromo.AppStatusThrottled, a.status(good))
+		assert.Equal(t, lifecycle.Result{}, review())
+		assert.Equal(t, xpromo.AppStatusThrottled, a.status(good))
+
+		// An operator suspends it for fraud: the review claws back its
+		// cleared chain, once, even with two reviews at the same time (two
+		// servers).
+		a.advance(time.Minute)
+		a.expect(200, a.do("POST", "/v1/admin/apps/"+good.id+"/suspend", adminToken, map[string]any{"reason": "fraud"}))
+		var wg sync.WaitGroup
+		results := make([]lifecycle.Result, 2)
+		errs := make([]error, 2)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = srv.Lifecycle.Review(ctx)
+			}()
+		}
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		assert.Equal(t, 1, results[0].ClawedBack+results[1].ClawedBack)
+		assert.Empty(t, append(results[0].Suspended, results[1].Suspended...))
+		assert.Equal(t, lifecycle.Result{}, review())
+		goodLines := a.wallet(good)
+		assert.Equal(t, []wline{{Type: xpromo.LineClawback, Amount: -earn, Counterparty: adv.id, Chain: linesOf(goodLines, xpromo.LineEarn)[0].Chain}}, linesOf(goodLines, xpromo.LineClawback))
+		assert.Zero(t, balance(goodLines))
+
+		// The advertiser: 20 000 topped up, 4 installs charged, all 4
+		// refunded; the live app was never touched.
+		assert.Equal(t, int64(20_000), balance(a.wallet(adv)))
+		assert.Equal(t, xpromo.AppStatusLive, a.status(adv))
+
+		// The clawback records are append-only, as the ledger is.
+		ex := s.(interface {
+			Exec(context.Context, string) error
+		})
+		for _, stmt := range []string{`UPDATE chain_clawbacks SET reason = 'x'`, `DELETE FROM chain_clawbacks`} {
+			assert.Error(t, ex.Exec(ctx, stmt), stmt)
+		}
+
+		rep, err := ledger.Verify(ctx, s)
+		require.NoError(t, err)
+		assert.True(t, rep.OK(), "%v", rep.Violations)
+	})
+}
+
+// TestLifecycleClawbackCrash: a review cut short — one clawback committed
+// but its answer lost, the next one never committed — is finished by the
+// next review, and no chain is clawed back twice (both stores).
+func TestLifecycleClawbackCrash(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		a, srv := startBuilt(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+		ctx := context.Background()
+		adv := a.register("Snip", "com.example.snip", "")
+		pub := a.register("Farm", "com.example.farm", "productivity")
+		a.topUp(adv, 20_000)
+		a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"productivity"}, "daily_budget_cents": 5000}))
+		// The farm earns in credits; it switches back to cash before it is
+		// suspended: the clawbacks take back what the clearings paid,
+		// in credits (⌊280 × 1.2⌋ = 336 each).
+		a.expect(200, a.setEarnMode(pub, "credits"))
+		devices := []string{"dev-1", "dev-2", "dev-3", "dev-4"}
+		var toks []string
+		for _, d := range devices {
+			toks = append(toks, a.install(pub, adv, d))
+		}
+		a.advance(48 * time.Hour)
+		for i, d := range devices {
+			a.heartbeat(adv, toks[i], d)
+		}
+		assert.Equal(t, xpromo.SweepResult{Cleared: 4}, a.sweep())
+		a.expect(200, a.setEarnMode(pub, "cash"))
+		a.expect(200, a.do("POST", "/v1/admin/apps/"+pub.id+"/suspend", adminToken, map[string]any{"reason": "fraud"}))
+
+		// The review's transactions: the 1st commits; the 2nd commits and
+		// its answer is lost (the connection died after COMMIT); the 3rd
+		// never commits (the process died); the 4th commits.
+		crashed := *srv.Lifecycle
+		calls := 0
+		crashed.Update = func(ctx context.Context, fn func(context.Context, lifecycle.Tx) error) error {
+			calls++
+			switch calls {
+			case 2:
+				if err := srv.Lifecycle.Update(ctx, fn); err != nil {
+					return err
+				}
+				return errors.New("connection lost after COMMIT")
+			case 3:
+				return errors.New("process died before COMMIT")
+			}
+			return srv.Lifecycle.Update(ctx, fn)
+		}
+		res, err := crashed.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 2, res.ClawedBack)
+		assert.Equal(t, 2, res.Failed)
+		assert.Len(t, linesOf(a.wallet(pub), xpromo.LineClawback), 3, "the lost answer's clawback committed")
+
+		// The next review finishes: only the chain never clawed back.
+		res, err = srv.Lifecycle.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lifecycle.Result{ClawedBack: 1, Refunded: 400}, res)
+		res, err = srv.Lifecycle.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lifecycle.Result{}, res)
+
+		pubLines := a.wallet(pub)
+		claws := linesOf(pubLines, xpromo.LineClawback)
+		require.Len(t, claws, 4)
+		chains := map[string]bool{}
+		for _, l := range claws {
+			chains[l.Chain] = true
+			assert.Equal(t, int64(-336), l.Amount)
+		}
+		assert.Len(t, chains, 4, "each chain once")
+		assert.Zero(t, balance(pubLines))
+		assert.Len(t, a.clawbackEvents(adv), 4)
+		assert.Equal(t, int64(20_000), balance(a.wallet(adv)))
+		rep, err := ledger.Verify(ctx, s)
+		require.NoError(t, err)
+		assert.True(t, rep.OK(), "%v", rep.Violations)
+	})
+}
+
+func sortedByChain(ls []wline) []wline {
+	slices.SortFunc(ls, func(x, y wline) int {
+		switch {
+		case x.Chain < y.Chain:
+			return -1
+		case x.Chain > y.Chain:
+			return 1
+		}
+		return 0
+	})
+	return ls
+}
