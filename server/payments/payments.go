@@ -132,6 +132,7 @@ type Tx interface {
 	ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]Payout, error)
 
 	TestTransferTx
+	X402Tx
 
 	// LedgerTotals is ledger.Reader.Totals inside this transaction.
 	LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error)

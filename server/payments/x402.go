@@ -1,53 +1,45 @@
 package payments
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"regexp"
-	"strings"
 
+	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
-	"github.com/xpromo/xpromo/server/apperr"
 )
 
-// x402 networks (v1 names) and their USDC contract, with the EIP-712 domain
-// the token signs under: the name differs per chain ("USD Coin" on Base,
-// "USDC" on Base Sepolia), a classic cause of signatures that never verify.
+// x402 networks (v1 names); each pays in its USDC (x402.USDC), whose
+// EIP-712 domain name differs per chain.
 const (
-	NetworkBase        = "base"
-	NetworkBaseSepolia = "base-sepolia"
+	NetworkBase        = x402.NetworkBase
+	NetworkBaseSepolia = x402.NetworkBaseSepolia
 )
-
-type usdc struct{ address, name, version string }
-
-var usdcByNetwork = map[string]usdc{
-	NetworkBase:        {"0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin", "2"},
-	NetworkBaseSepolia: {"0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC", "2"},
-}
 
 // X402MaxTimeoutSeconds bounds the validity window of a payment authorisation.
 const X402MaxTimeoutSeconds = 300
 
-// X402NotEnabled is the challenge's error for a paid retry until settlement
-// is implemented: the offered payment is never verified nor settled, so
-// nothing is credited.
-const X402NotEnabled = "x402 settlement is not enabled on this server yet: the X-PAYMENT was neither verified nor settled and nothing was credited; top up through checkout_url (send the request without Prefer: payment=x402 and without X-PAYMENT)"
-
 // X402PaymentRequired is the challenge's error for a first request.
 const X402PaymentRequired = "X-PAYMENT header is required"
 
-// ZeroAddress is the payTo of test mode when no address is configured.
-// Settlement is not enabled, so nothing can be paid to it.
+// ZeroAddress is the payTo of test mode when no address is configured. No
+// token transfers to it: a server without a payTo answers a paid retry 503
+// x402_unavailable.
 const ZeroAddress = "0x0000000000000000000000000000000000000000"
 
-// X402Config prices top-ups for x402 payers.
+// X402Config prices top-ups for x402 payers and names who settles them.
 type X402Config struct {
 	Network   string   // "base" or "base-sepolia"
 	PayTo     string   // recipient address
 	USDPerEUR *big.Rat // the EUR→USD quote
-	asset     usdc
+	asset     x402.Asset
+	// Facilitator verifies and settles payments; nil: this server settles
+	// none (a paid retry answers 503 x402_unavailable).
+	Facilitator X402Facilitator
+	// Chain tells the reconciliation pass whether an authorization whose
+	// settlement went unanswered was used on chain; nil: such settlements
+	// stay pending (logged) until an operator resolves them.
+	Chain X402Chain
 }
 
 var addressPattern = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
@@ -60,7 +52,7 @@ func NewX402Config(testMode bool, network, payTo, rate string) (X402Config, erro
 	if network == "" && testMode {
 		network = NetworkBaseSepolia
 	}
-	asset, ok := usdcByNetwork[network]
+	asset, ok := x402.USDC[network]
 	switch {
 	case !ok:
 		return X402Config{}, fmt.Errorf("x402 network %q: want %q or %q", network, NetworkBase, NetworkBaseSepolia)
@@ -96,60 +88,45 @@ func (c X402Config) AtomicUSDC(cents int64) string {
 	return q.String()
 }
 
+// X402Requirements are the x402 v1 PaymentRequirements of a top-up of
+// amountCents by appID at resource (the request's URL): the one entry of its
+// challenge, and what a paid retry is verified against. The amount is the
+// server's quote (AtomicUSDC), so a payer cannot choose its rate.
+func (s *Service) X402Requirements(resource, appID string, amountCents int64) x402.Requirements {
+	c := s.X402
+	return x402.Requirements{
+		Scheme:            x402.SchemeExact,
+		Network:           c.Network,
+		MaxAmountRequired: c.AtomicUSDC(amountCents),
+		Resource:          resource,
+		Description:       fmt.Sprintf("xpromo wallet top-up: EUR %s (%d credits) for app %s", EUR(amountCents), amountCents, appID),
+		MimeType:          "application/json",
+		PayTo:             c.PayTo,
+		MaxTimeoutSeconds: X402MaxTimeoutSeconds,
+		Asset:             c.asset.Address,
+		Extra:             x402.Extra{Name: c.asset.Name, Version: c.asset.Version},
+	}
+}
+
 // X402Challenge is the x402 version 1 answer (402) to a top-up of amountCents
 // at resource (the request's URL), with reason as its error.
 func (s *Service) X402Challenge(resource, appID string, amountCents int64, reason string) xpromo.X402Challenge {
-	c := s.X402
+	q := s.X402Requirements(resource, appID, amountCents)
 	return xpromo.X402Challenge{
 		X402Version: xpromo.X402Version,
 		Resource:    resource,
 		Error:       reason,
 		Accepts: []xpromo.X402Accept{{
-			Scheme:            "exact",
-			Network:           c.Network,
-			MaxAmountRequired: c.AtomicUSDC(amountCents),
-			Resource:          resource,
-			Description:       fmt.Sprintf("xpromo wallet top-up: EUR %s (%d credits) for app %s", EUR(amountCents), amountCents, appID),
-			MimeType:          "application/json",
-			PayTo:             c.PayTo,
-			MaxTimeoutSeconds: X402MaxTimeoutSeconds,
-			Asset:             c.asset.address,
-			Extra:             xpromo.X402Extra{Name: c.asset.name, Version: c.asset.version},
+			Scheme:            q.Scheme,
+			Network:           q.Network,
+			MaxAmountRequired: q.MaxAmountRequired,
+			Resource:          q.Resource,
+			Description:       q.Description,
+			MimeType:          q.MimeType,
+			PayTo:             q.PayTo,
+			MaxTimeoutSeconds: int(q.MaxTimeoutSeconds),
+			Asset:             q.Asset,
+			Extra:             xpromo.X402Extra{Name: q.Extra.Name, Version: q.Extra.Version},
 		}},
 	}
-}
-
-// PaymentPayload is the decoded X-PAYMENT header (x402 v1), as far as the
-// server reads it before settlement exists.
-type PaymentPayload struct {
-	X402Version int             `json:"x402Version"`
-	Scheme      string          `json:"scheme"`
-	Network     string          `json:"network"`
-	Payload     json.RawMessage `json:"payload"`
-}
-
-// DecodePaymentHeader decodes an X-PAYMENT header: base64 of a JSON x402 v1
-// PaymentPayload. Anything else is 400 invalid_payment_header.
-func DecodePaymentHeader(h string) (PaymentPayload, error) {
-	bad := func(why string) (PaymentPayload, error) {
-		return PaymentPayload{}, apperr.New(apperr.InvalidPaymentHeader, "X-PAYMENT %s; it must be the base64 of a JSON x402 version 1 PaymentPayload", why)
-	}
-	h = strings.TrimSpace(h)
-	raw, err := base64.StdEncoding.DecodeString(h)
-	if err != nil {
-		// Tolerate the unpadded and URL-safe alphabets some clients use.
-		if raw, err = base64.RawStdEncoding.DecodeString(h); err != nil {
-			if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(h, "=")); err != nil {
-				return bad("is not base64")
-			}
-		}
-	}
-	var p PaymentPayload
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return bad("is not a JSON object")
-	}
-	if p.X402Version != xpromo.X402Version || p.Scheme == "" || p.Network == "" || len(p.Payload) == 0 || p.Payload[0] != '{' {
-		return bad("lacks x402Version 1, scheme, network or payload")
-	}
-	return p, nil
 }

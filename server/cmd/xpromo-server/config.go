@@ -37,6 +37,9 @@ type config struct {
 	X402PayTo      string
 	X402Network    string
 	X402EURUSD     string
+	// X402FacilitatorURL and X402RPCURL: the x402 facilitator that settles
+	// top-ups, and the chain's JSON-RPC the reconciliation pass reads.
+	X402FacilitatorURL, X402RPCURL string
 
 	// Attribution (docs/attribution.md).
 	OfferSecret, PreviousOfferSecret string
@@ -81,6 +84,8 @@ var settings = []setting{
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
 	{flag: "x402-eur-usd", env: "XPROMO_X402_EUR_USD", def: "", usage: "EUR to USD rate used to quote top-ups in USDC (e.g. 1.08); empty: 1", serveOnly: true},
+	{flag: "x402-facilitator-url", env: "XPROMO_X402_FACILITATOR_URL", def: "", usage: "base URL of the x402 facilitator settling top-ups (POST /verify, /settle), e.g. https://x402.org/facilitator; empty: x402 payments are refused (503 x402_unavailable); required in live mode", serveOnly: true},
+	{flag: "x402-rpc-url", env: "XPROMO_X402_RPC_URL", def: "", usage: "JSON-RPC URL of the x402 network's chain, read by the reconciliation of settlements the facilitator did not answer; empty: such settlements stay pending for an operator", serveOnly: true},
 	{flag: "offer-secret", env: "XPROMO_OFFER_SECRET", def: "", usage: "secret (at least 32 bytes) sealing attribution offers, the same on every instance; empty: random per process in test mode, refused in live mode", serveOnly: true},
 	{flag: "offer-secret-previous", env: "XPROMO_OFFER_SECRET_PREVIOUS", def: "", usage: "the offer secret before a rotation, still verifying offers sealed with it (keep it 30 minutes)", serveOnly: true},
 	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
@@ -200,6 +205,14 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	cfg.RedisURL = get("redis-url")
 	cfg.CategoriesFile = get("categories-file")
 	cfg.X402PayTo, cfg.X402Network, cfg.X402EURUSD = get("x402-pay-to"), get("x402-network"), get("x402-eur-usd")
+	cfg.X402FacilitatorURL, cfg.X402RPCURL = get("x402-facilitator-url"), get("x402-rpc-url")
+	for _, f := range []string{"x402-facilitator-url", "x402-rpc-url"} {
+		if v := get(f); v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return cfg, usagef("%s: %q is not an http(s) URL", source[f], v)
+			}
+		}
+	}
 	cfg.OfferSecret, cfg.PreviousOfferSecret = get("offer-secret"), get("offer-secret-previous")
 	for _, sec := range []string{"offer-secret", "offer-secret-previous"} {
 		if v := get(sec); v != "" && len(v) < 32 {

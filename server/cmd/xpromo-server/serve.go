@@ -81,6 +81,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		X402PayTo:         cfg.X402PayTo,
 		X402Network:       cfg.X402Network,
 		X402EURUSD:        cfg.X402EURUSD,
+		X402Facilitator:   cfg.X402FacilitatorURL,
+		X402RPC:           cfg.X402RPCURL,
 		CategoriesFile:    cfg.CategoriesFile,
 		OfferSecret:       cfg.OfferSecret,
 		IPToASNFile:       cfg.IPToASNFile,
@@ -130,6 +132,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// Pending payouts: resolved at start, then every minute.
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
+	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
 	// Webhooks: dispatch, delivery with retries, the 30-day purge.
 	background.Go(func() { built.RunWebhooks(bg) })
 
