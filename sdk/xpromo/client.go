@@ -178,6 +178,10 @@ func (c *Client) With(opts ...Option) *Client {
 // APIKey returns the API key the client sends ("" when none).
 func (c *Client) APIKey() string { return c.cfg.apiKey }
 
+// X402Wallet returns the wallet TopUp pays x402 challenges with (nil: none;
+// WithX402Wallet).
+func (c *Client) X402Wallet() *x402.Wallet { return c.cfg.wallet }
+
 // BaseURL returns the server root the client talks to.
 func (c *Client) BaseURL() string {
 	if c.base == nil {

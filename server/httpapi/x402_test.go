@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -14,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/storage"
@@ -318,4 +323,58 @@ func TestX402WithoutFacilitatorIsUnavailable(t *testing.T) {
 		TopUp(context.Background(), app, &xpromo.TopUpParams{AmountCents: fiftyEUR})
 	assert.Nil(t, res)
 	assert.True(t, xpromo.IsCode(err, "x402_unavailable"), "%v", err)
+}
+
+// xpromo-mcp given a wallet pays a top-up itself: its top_up tool says so,
+// pays the challenge with prefer_x402, and answers the topup line.
+func TestX402MCPPaysWithAWallet(t *testing.T) {
+	f := newX402(t, storagetest.SQLite(t), "")
+	ctx := context.Background()
+	connect := func(c *xpromo.Client) (*mcpclient.Client, string) {
+		t.Helper()
+		mc, err := mcpclient.NewInProcessClient(mcpserver.New(c).MCPServer())
+		require.NoError(t, err)
+		require.NoError(t, mc.Start(ctx))
+		_, err = mc.Initialize(ctx, mcp.InitializeRequest{})
+		require.NoError(t, err)
+		t.Cleanup(func() { mc.Close() })
+		tools, err := mc.ListTools(ctx, mcp.ListToolsRequest{})
+		require.NoError(t, err)
+		for _, tl := range tools.Tools {
+			if tl.Name == "top_up" {
+				return mc, tl.Description
+			}
+		}
+		t.Fatal("no top_up tool")
+		return nil, ""
+	}
+	topUp := func(mc *mcpclient.Client, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		var req mcp.CallToolRequest
+		req.Params.Name, req.Params.Arguments = "top_up", args
+		res, err := mc.CallTool(ctx, req)
+		require.NoError(t, err)
+		return res
+	}
+
+	_, desc := connect(f.client())
+	assert.Contains(t, desc, "holds no wallet: it cannot pay an x402 challenge itself")
+
+	mc, desc := connect(f.client(xpromo.WithX402Wallet(f.payer)))
+	assert.Contains(t, desc, "holds a wallet ("+f.payer.Address()+")")
+	res := topUp(mc, map[string]any{"app_id": f.app, "amount_cents": fiftyEUR})
+	require.False(t, res.IsError)
+	assert.Contains(t, fmt.Sprint(res.StructuredContent), "checkout_url", "without prefer_x402 nothing is paid")
+	assert.Equal(t, "0", f.chain.Balance(f.payTo).String())
+
+	res = topUp(mc, map[string]any{"app_id": f.app, "amount_cents": fiftyEUR, "prefer_x402": true})
+	require.False(t, res.IsError, "%+v", res.Content)
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var line xpromo.LedgerLine
+	require.NoError(t, json.Unmarshal(raw, &line))
+	assert.Equal(t, xpromo.LineType("topup"), line.Type)
+	assert.Equal(t, int64(fiftyEUR), line.AmountCents)
+	assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
+	assert.Len(t, f.topups(t), 1)
 }
