@@ -8,7 +8,10 @@
 #   - the vetting gate's check libraries: osslsigncode signs the Authenticode
 #     fixtures (server/gate/codesign); wixl builds a real MSI and msiinfo reads
 #     one (server/gate/pkgread); clamd is the scanner server/gate/clamav's
-#     tests start with a local EICAR signature database (no freshclam).
+#     tests start with a local EICAR signature database (no freshclam);
+#   - Node.js and the official x402 TypeScript client (npm ci in tools/x402ts,
+#     versions pinned by its package-lock.json), which pays the server's x402
+#     challenge in server/httpapi's TestX402OfficialTypeScriptClient.
 # On Debian as root it runs apt-get (quietly, and only when something is
 # missing); elsewhere it says what to install and fails.
 set -euo pipefail
@@ -24,6 +27,8 @@ declare -A need=(
 	[wixl]=wixl
 	[msiinfo]=msitools
 	[clamd]=clamav-daemon
+	[node]=nodejs
+	[npm]=npm
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -33,14 +38,20 @@ done
 if command -v gcc >/dev/null && ! gcc -print-file-name=liblsan.so | grep -q /; then
 	missing+=(liblsan0)
 fi
-((${#missing[@]})) || exit 0
-
-if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
-	echo "test-deps: missing ${missing[*]} (Debian packages); install them, e.g." >&2
-	echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
-	exit 1
+if ((${#missing[@]})); then
+	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+		echo "test-deps: missing ${missing[*]} (Debian packages); install them, e.g." >&2
+		echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "test-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
-echo "test-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+
+x402ts="$(cd "$(dirname "$0")/.." && pwd)/tools/x402ts"
+if [[ ! -d $x402ts/node_modules/x402-fetch ]]; then
+	echo "test-deps: installing the x402 TypeScript client (npm ci in tools/x402ts)"
+	npm ci --prefix "$x402ts" --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -11,6 +11,9 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -375,6 +378,52 @@ func TestX402MCPPaysWithAWallet(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &line))
 	assert.Equal(t, xpromo.LineType("topup"), line.Type)
 	assert.Equal(t, int64(fiftyEUR), line.AmountCents)
+	assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
+	assert.Len(t, f.topups(t), 1)
+}
+
+// The official x402 TypeScript client (x402-fetch, tools/x402ts/pay.mjs)
+// pays the server's challenge: the wire format is proven against a client
+// nobody here wrote. scripts/test-deps.sh installs it (npm ci).
+func TestX402OfficialTypeScriptClient(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	require.NoError(t, err)
+	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "tools", "x402ts")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "x402-fetch")); err != nil {
+		t.Skipf("the x402 TypeScript client is not installed: npm ci --prefix %s (scripts/test-deps.sh does it)", dir)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	f := newX402(t, storagetest.SQLite(t), "")
+	k := make([]byte, 32)
+	_, err = rand.Read(k)
+	require.NoError(t, err)
+	payer, err := x402.NewWallet(hex.EncodeToString(k))
+	require.NoError(t, err)
+	f.chain.Mint(payer.Address(), "100000000")
+
+	cmd := exec.Command(node, "pay.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XPROMO_URL="+f.api.url, "XPROMO_APP_ID="+f.app, "XPROMO_API_KEY="+f.key,
+		"X402_PRIVATE_KEY=0x"+hex.EncodeToString(k), "XPROMO_AMOUNT_CENTS=5000")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	require.NoError(t, err, "node pay.mjs: %s", stderr.String())
+	var got struct {
+		Status          int               `json:"status"`
+		Body            xpromo.LedgerLine `json:"body"`
+		PaymentResponse *x402.SettleResponse
+	}
+	require.NoError(t, json.Unmarshal(stdout, &got), string(stdout))
+	require.Equal(t, 200, got.Status, string(stdout))
+	assert.Equal(t, xpromo.LineType("topup"), got.Body.Type)
+	assert.Equal(t, int64(fiftyEUR), got.Body.AmountCents)
+	require.NotNil(t, got.PaymentResponse, "X-PAYMENT-RESPONSE decoded by x402-fetch")
+	assert.True(t, got.PaymentResponse.Success)
+	assert.True(t, x402.SameAddress(got.PaymentResponse.Payer, payer.Address()))
 	assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
 	assert.Len(t, f.topups(t), 1)
 }
