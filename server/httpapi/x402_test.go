@@ -247,13 +247,35 @@ func TestX402SameAuthorizationAtOnceCreditsOnce(t *testing.T) {
 	})
 }
 
-// cutSettle is a facilitator in front of the devchain's that forwards
-// every call but answers /settle with 504 once the devchain has answered
-// it: the transfer lands on chain and the server never hears of it.
-func cutSettle(t *testing.T, upstream *string) string {
+// How a facilitator in front of the devchain's treats one /settle call.
+type settleFate int
+
+const (
+	settlePass      settleFate = iota // forwarded, answered
+	settleCutAfter                    // forwarded (the transfer lands), answered 504
+	settleCutBefore                   // not forwarded (nothing lands), answered 504
+)
+
+// facade is a facilitator in front of the devchain's (upstream, set once
+// the devchain runs) that forwards every call but treats the n-th /settle
+// (from 1) as fate(n) says: the server never hears what happened.
+func facade(t *testing.T, upstream *string, fate func(n int) settleFate) string {
 	t.Helper()
+	var mu sync.Mutex
+	settles := 0
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		f := settlePass
+		if strings.HasSuffix(r.URL.Path, "/settle") {
+			mu.Lock()
+			settles++
+			f = fate(settles)
+			mu.Unlock()
+		}
+		if f == settleCutBefore {
+			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
+			return
+		}
 		resp, err := http.Post(*upstream+r.URL.Path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
@@ -261,7 +283,7 @@ func cutSettle(t *testing.T, upstream *string) string {
 		}
 		defer resp.Body.Close()
 		out, _ := io.ReadAll(resp.Body)
-		if strings.HasSuffix(r.URL.Path, "/settle") {
+		if f == settleCutAfter {
 			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
 			return
 		}
@@ -276,7 +298,7 @@ func cutSettle(t *testing.T, upstream *string) string {
 func TestX402UnansweredSettlementIsReconciledOnce(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		var upstream string
-		f := newX402(t, s, cutSettle(t, &upstream))
+		f := newX402(t, s, facade(t, &upstream, func(int) settleFate { return settleCutAfter }))
 		upstream = f.chain.URL
 
 		p, err := f.payer.Pay(f.requirements(t))
@@ -315,6 +337,57 @@ func TestX402UnansweredSettlementIsReconciledOnce(t *testing.T) {
 		assert.Equal(t, "x402_replayed", res.code(t))
 		assert.Len(t, f.topups(t), 1, "credited once")
 		assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
+	})
+}
+
+// A settlement that never reached the chain: reconciliation finds the
+// authorization unused and, while it is valid, settles it again; one that
+// stays unsettled past validBefore fails, and nothing moved.
+func TestX402ReconciliationSettlesAgainOrExpires(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		var upstream string
+		cutFirst := func(n int) settleFate {
+			if n == 1 {
+				return settleCutBefore
+			}
+			return settlePass
+		}
+		f := newX402(t, s, facade(t, &upstream, cutFirst))
+		upstream = f.chain.URL
+		ctx := context.Background()
+
+		p, err := f.payer.Pay(f.requirements(t))
+		require.NoError(t, err)
+		res := f.pay(encode(t, p))
+		require.Equal(t, 502, res.status, res.body)
+		assert.Equal(t, "0", f.chain.Balance(f.payTo).String(), "nothing landed")
+		f.api.clock.Advance(2 * time.Minute)
+		rec, err := f.api.built.Payments.ReconcileX402(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, rec.Settled, "settled again with the stored payment")
+		assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
+		assert.Len(t, f.topups(t), 1)
+	})
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		var upstream string
+		f := newX402(t, s, facade(t, &upstream, func(int) settleFate { return settleCutBefore }))
+		upstream = f.chain.URL
+		ctx := context.Background()
+
+		p, err := f.payer.Pay(f.requirements(t))
+		require.NoError(t, err)
+		res := f.pay(encode(t, p))
+		require.Equal(t, 502, res.status, res.body)
+		f.api.clock.Advance(2 * time.Minute)
+		rec, err := f.api.built.Payments.ReconcileX402(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, rec.Pending, "still unanswered: pending")
+		f.api.clock.Advance(10 * time.Minute) // past validBefore (5 minutes) plus a minute
+		rec, err = f.api.built.Payments.ReconcileX402(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, rec.Failed, "expired unused: failed")
+		assert.Equal(t, "0", f.chain.Balance(f.payTo).String())
+		assert.Empty(t, f.topups(t))
 	})
 }
 
