@@ -58,7 +58,9 @@ func TestCheck(t *testing.T) {
 		{"version 2", func(p *wire.PaymentPayload) { p.X402Version = 2 }, now, apperr.X402NetworkMismatch, 422},
 		{"scheme", func(p *wire.PaymentPayload) { p.Scheme = "upto" }, now, apperr.X402NetworkMismatch, 422},
 		{"network", func(p *wire.PaymentPayload) { p.Network = "base" }, now, apperr.X402NetworkMismatch, 422},
-		{"payee", func(p *wire.PaymentPayload) { p.Payload.Authorization.To = "0x1111111111111111111111111111111111111111" }, now, apperr.X402WrongPayee, 422},
+		{"payee", func(p *wire.PaymentPayload) {
+			p.Payload.Authorization.To = "0x1111111111111111111111111111111111111111"
+		}, now, apperr.X402WrongPayee, 422},
 		{"more value", func(p *wire.PaymentPayload) { p.Payload.Authorization.Value = "54000001" }, now, apperr.X402WrongAmount, 422},
 		{"leading zero", func(p *wire.PaymentPayload) { p.Payload.Authorization.Value = "054000000" }, now, apperr.InvalidPaymentHeader, 400},
 		{"expired", nil, now.Add(300*time.Second - 5*time.Second), apperr.X402Expired, 422},
