@@ -11,7 +11,9 @@
 #     tests start with a local EICAR signature database (no freshclam);
 #   - Node.js and the official x402 TypeScript client (npm ci in tools/x402ts,
 #     versions pinned by its package-lock.json), which pays the server's x402
-#     challenge in server/httpapi's TestX402OfficialTypeScriptClient.
+#     challenge in server/httpapi's TestX402OfficialTypeScriptClient, and
+#     solcjs (npm ci in tools/devchain/token), with which server/x402's tests
+#     check that the devchain's committed DevUSDC bytecode is its source's.
 # On Debian as root it runs apt-get (quietly, and only when something is
 # missing); elsewhere it says what to install and fails.
 set -euo pipefail
@@ -50,8 +52,12 @@ if ((${#missing[@]})); then
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
 
-x402ts="$(cd "$(dirname "$0")/.." && pwd)/tools/x402ts"
-if [[ ! -d $x402ts/node_modules/x402-fetch ]]; then
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [[ ! -d $root/tools/x402ts/node_modules/x402-fetch ]]; then
 	echo "test-deps: installing the x402 TypeScript client (npm ci in tools/x402ts)"
-	npm ci --prefix "$x402ts" --no-audit --no-fund --loglevel=error >/dev/null
+	npm ci --prefix "$root/tools/x402ts" --no-audit --no-fund --loglevel=error >/dev/null
+fi
+if [[ ! -d $root/tools/devchain/token/node_modules/solc ]]; then
+	echo "test-deps: installing solcjs (npm ci in tools/devchain/token)"
+	npm ci --prefix "$root/tools/devchain/token" --no-audit --no-fund --loglevel=error >/dev/null
 fi

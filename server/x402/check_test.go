@@ -9,6 +9,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +208,24 @@ func TestDevchainDomainSeparator(t *testing.T) {
 	assert.Equal(t, "0x"+hex.EncodeToString(want), out.Result)
 	assert.Equal(t, int64(84532), d.ChainID)
 	assert.True(t, wire.SameAddress(d.Asset, a.Address))
+}
+
+// The devchain's committed DevUSDC bytecode and ABI are what its Solidity
+// source compiles to (tools/devchain/token/build.js --check, solcjs pinned
+// by its package-lock.json; scripts/test-deps.sh installs it).
+func TestDevUSDCIsBuiltFromItsSource(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	require.NoError(t, err)
+	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "tools", "devchain", "token")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "solc")); err != nil {
+		t.Skipf("solcjs is not installed: npm ci --prefix %s (scripts/test-deps.sh does it)", dir)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	cmd := exec.Command(node, "build.js", "--check")
+	cmd.Dir = dir
+	msg, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", msg)
 }
