@@ -3,7 +3,6 @@ package payments
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -39,12 +38,21 @@ type X402Chain interface {
 // did not and no longer can (failed: nothing moved; the same authorization
 // may be offered again while it is valid).
 const (
-	X402Pending  = "pending"
-	X402Settled  = "settled"
-	X402Failed   = "failed"
-	X402Grace    = time.Minute // DefaultX402Grace: left to the request before reconciliation asks
-	x402Batch    = 50
-	x402Deadline = time.Minute // after validBefore, an unused authorization is definitively unused
+	X402Pending = "pending"
+	X402Settled = "settled"
+	X402Failed  = "failed"
+)
+
+const (
+	// X402Grace is how long a pending settlement is left to the request
+	// that claimed it (whose facilitator call times out well within it)
+	// before ReconcileX402 resolves it.
+	X402Grace = time.Minute
+	x402Batch = 50
+	// x402Deadline: an authorization still unused this long after its
+	// validBefore can never be used (the token refuses it), whatever the
+	// chain's clock skew.
+	x402Deadline = time.Minute
 )
 
 // X402Settlement is one x402 payment offered for a top-up, unique per
@@ -169,11 +177,7 @@ func (s *Service) X402TopUp(ctx context.Context, appID string, amountCents int64
 		}
 		return X402Result{}, apperr.New(apperr.X402SettlementFailed, "the x402 facilitator refused the payment: %s; nothing moved", v.InvalidReason)
 	}
-	res, err := s.settleX402(ctx, st, p, q)
-	if err != nil {
-		return res, err
-	}
-	return res, nil
+	return s.settleX402(ctx, st, p, q)
 }
 
 // claimX402 claims the authorization for st (inserted, or a failed row
@@ -234,6 +238,9 @@ func (s *Service) creditX402(ctx context.Context, st X402Settlement, txHash stri
 			return err
 		}
 		if !found || cur.ID != st.ID || cur.Status == X402Failed {
+			// Cannot happen: a row fails only when nothing was or can be
+			// transferred. Loud, for an operator: txHash says money moved.
+			s.log().Error("x402 transfer settled for a settlement no longer pending: credit it by hand", slog.String("settlement", st.ID), slog.String("tx", txHash))
 			return fmt.Errorf("payments: x402 settlement %s changed under its settlement", st.ID)
 		}
 		note := fmt.Sprintf("x402 %s tx %s from %s", cur.Network, txHash, cur.Payer)
@@ -352,14 +359,14 @@ func (s *Service) reconcileX402(ctx context.Context, st X402Settlement, now time
 		log.Error("x402 reconciliation: the stored payment does not decode")
 		return X402Pending
 	}
-	_, err = s.settleX402(ctx, st, p, q)
-	switch {
+	switch _, err := s.settleX402(ctx, st, p, q); {
 	case err == nil:
+		log.Info("x402 settlement reconciled: settled again with the stored payment")
 		return X402Settled
 	case apperr.Is(err, apperr.X402SettlementFailed):
+		log.Info("x402 settlement reconciled: the facilitator refused it, nothing moved", slog.String("error", err.Error()))
 		return X402Failed
-	case errors.Is(err, context.Canceled):
+	default:
 		return X402Pending
 	}
-	return X402Pending
 }
