@@ -209,7 +209,7 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	for _, f := range []string{"x402-facilitator-url", "x402-rpc-url"} {
 		if v := get(f); v != "" {
 			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return cfg, usagef("%s: %q is not an http(s) URL", source[f], v)
+				return cfg, usagef("%s is not an http(s) URL", source[f]) // not echoed: it may hold a credential
 			}
 		}
 	}
