@@ -39,6 +39,11 @@ type Config struct {
 	Logger                *slog.Logger
 	Now                   func() time.Time
 	Registry              *prometheus.Registry
+	// X402Facilitator is the x402 facilitator's base URL ("": x402 payments
+	// are refused; live mode requires one). X402RPC is the chain's JSON-RPC
+	// URL for the reconciliation pass ("": unanswered settlements stay
+	// pending). In test mode both may be on loopback (x402-devchain).
+	X402Facilitator, X402RPC string
 	// X402PayTo is the address x402 top-ups pay to ("" in test mode: the
 	// zero address, which cannot be paid: x402 payments are then refused).
 	X402PayTo string
@@ -48,11 +53,6 @@ type Config struct {
 	// X402EURUSD is the EUR→USD quote (a decimal, e.g. "1.08") used to price
 	// top-ups in USDC; "" means 1.
 	X402EURUSD string
-	// X402Facilitator is the x402 facilitator's base URL ("": x402 payments
-	// are refused; live mode requires one). X402RPC is the chain's JSON-RPC
-	// URL for the reconciliation pass ("": unanswered settlements stay
-	// pending). In test mode both may be on loopback (x402-devchain).
-	X402Facilitator, X402RPC string
 	// MCPAllowedOrigins are the browser origins (scheme://host[:port], or
 	// "*") allowed to call /mcp besides loopback ones and the base URL's;
 	// their hosts are accepted in the Host header too (docs/mcp.md).

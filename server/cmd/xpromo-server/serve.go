@@ -81,8 +81,6 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		X402PayTo:         cfg.X402PayTo,
 		X402Network:       cfg.X402Network,
 		X402EURUSD:        cfg.X402EURUSD,
-		X402Facilitator:   cfg.X402FacilitatorURL,
-		X402RPC:           cfg.X402RPCURL,
 		CategoriesFile:    cfg.CategoriesFile,
 		OfferSecret:       cfg.OfferSecret,
 		IPToASNFile:       cfg.IPToASNFile,
@@ -97,6 +95,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
 	}
+	wcfg.X402Facilitator, wcfg.X402RPC = cfg.X402FacilitatorURL, cfg.X402RPCURL
 	built, err := wire.Build(wcfg, st)
 	if err != nil {
 		log.Error("cannot start", slog.String("error", err.Error()))
@@ -130,9 +129,10 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	var background sync.WaitGroup
 	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
+	// x402 settlements the facilitator did not answer: every minute.
+	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
 	// Pending payouts: resolved at start, then every minute.
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
-	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
 	// Webhooks: dispatch, delivery with retries, the 30-day purge.
 	background.Go(func() { built.RunWebhooks(bg) })
 
