@@ -197,7 +197,7 @@ func init() {
 
 	def(X402NetworkMismatch, 422, "The x402 payment is not for what the challenge asks: another x402 version, scheme, network, or asset (its signature is for another token's EIP-712 domain).")
 	def(X402WrongPayee, 422, "The x402 authorization's `to` is not the challenge's `payTo`.")
-	def(X402WrongAmount, 422, "The x402 authorization's `value` is not exactly the challenge's `maxAmountRequired` (the quote for `amount_cents`).")
+	def(X402WrongAmount, 422, "The x402 authorization's `value` is not exactly the challenge's `maxAmountRequired` (the quote for `amount_cents`), or, with a rate endpoint, not the amount of an unexpired challenge for this top-up.")
 	def(X402Expired, 422, "The x402 authorization's `validBefore` has passed, or is less than 6 seconds away.")
 	def(X402NotYetValid, 422, "The x402 authorization's `validAfter` is in the future.")
 	def(X402WindowTooLong, 422, "The x402 authorization's `validBefore` is further away than the challenge's `maxTimeoutSeconds` (plus 60 seconds of clock skew): the quote lapses with the challenge.")
@@ -206,7 +206,7 @@ func init() {
 	def(X402Pending, 409, "A settlement of this x402 authorization is under way or its outcome is not known yet; the reconciliation pass credits the wallet once if it settled. Do not sign another payment for it.")
 	def(X402Pending, 502, "The facilitator did not answer the settlement (timeout, 5xx): it is recorded as pending and the reconciliation pass credits the wallet once if it settled on chain. Do not pay again.")
 	def(X402SettlementFailed, 422, "The facilitator refused to verify or settle the x402 payment (e.g. `insufficient_funds`); nothing moved. `X-PAYMENT-RESPONSE` carries its reason when it came from settlement.")
-	def(X402Unavailable, 503, "This server settles no x402 payments: no facilitator URL or `payTo` is configured, or the facilitator could not be reached before anything was sent for settlement. Nothing moved.")
+	def(X402Unavailable, 503, "This server settles no x402 payments: no facilitator URL or `payTo` is configured, or the facilitator could not be reached before anything was sent for settlement; or its rate endpoint could not quote an x402 challenge. Nothing moved.")
 
 	def(InvalidOperation, 422, "A ledger operation is malformed: no key, no postings, a zero amount, an unknown line type, or postings that do not sum to zero.")
 	def(OperationKeyReused, 422, "A ledger operation key was used before for a different operation.")

@@ -115,8 +115,13 @@ func (s *Server) topUp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if prefersX402(r) {
+		ch, err := s.services.Payments.X402Quoted(r.Context(), resource, appID, amount, payments.X402PaymentRequired)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
 		w.Header().Set("Preference-Applied", "payment=x402")
-		writeJSON(w, http.StatusPaymentRequired, s.services.Payments.X402Challenge(resource, appID, amount, payments.X402PaymentRequired))
+		writeJSON(w, http.StatusPaymentRequired, ch)
 		return
 	}
 	_, url, err := s.services.Payments.TopUp(r.Context(), appID, amount)

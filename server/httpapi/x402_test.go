@@ -29,6 +29,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
+	"github.com/xpromo/xpromo/server/wire"
 	"github.com/xpromo/xpromo/server/x402/x402test"
 )
 
@@ -63,7 +64,7 @@ const (
 
 // newX402 starts a devchain (the payer funded with 1,000 USDC) and a server
 // settling through facilitator (the devchain's when "").
-func newX402(t *testing.T, s storage.Store, facilitator string) *x402Fixture {
+func newX402(t *testing.T, s storage.Store, facilitator string, opts ...func(*wire.Config)) *x402Fixture {
 	t.Helper()
 	f := &x402Fixture{payer: newWallet(t), payTo: newWallet(t).Address()}
 	f.chain = x402test.Start(t, f.payer.Address()+"=1000000000")
@@ -72,6 +73,9 @@ func newX402(t *testing.T, s storage.Store, facilitator string) *x402Fixture {
 	}
 	cfg := unlimited
 	cfg.X402EURUSD, cfg.X402PayTo, cfg.X402Facilitator, cfg.X402RPC = "1.08", f.payTo, facilitator, f.chain.RPC
+	for _, o := range opts {
+		o(&cfg)
+	}
 	// The chain's blocks carry the wall clock's time, so the server's clock
 	// starts there (and stands still unless a test moves it).
 	f.api = serve(t, s, time.Now().UTC().Truncate(time.Second), cfg)
@@ -388,6 +392,65 @@ func TestX402ReconciliationSettlesAgainOrExpires(t *testing.T) {
 		assert.Equal(t, 1, rec.Failed, "expired unused: failed")
 		assert.Equal(t, "0", f.chain.Balance(f.payTo).String())
 		assert.Empty(t, f.topups(t))
+	})
+}
+
+// With a rate endpoint, each challenge's amount is a stored quote: the
+// payer pays the quote it was given even after the rate moved, cannot pay
+// at a rate of its choosing, and a lapsed quote is refused.
+func TestX402RateEndpointQuotes(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		var mu sync.Mutex
+		rate, up := "1.08", true
+		rates := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !up {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintf(w, `{"base":"EUR","quote":"USD","rate":%q}`, rate)
+		}))
+		t.Cleanup(rates.Close)
+		setRate := func(r string, ok bool) { mu.Lock(); rate, up = r, ok; mu.Unlock() }
+		f := newX402(t, s, "", func(c *wire.Config) { c.X402EURUSD, c.X402RateURL = "", rates.URL })
+
+		at108 := f.requirements(t)
+		assert.Equal(t, quote, at108.MaxAmountRequired, "EUR 50 at the endpoint's 1.08")
+		paid, err := f.payer.Pay(at108)
+		require.NoError(t, err)
+
+		setRate("1.20", true)
+		f.api.clock.Advance(2 * time.Minute) // past the rate's one-minute cache
+		at120 := f.requirements(t)
+		assert.Equal(t, "60000000", at120.MaxAmountRequired)
+
+		res := f.pay(encode(t, paid))
+		require.Equal(t, 200, res.status, "the quote given at 1.08 is still honoured: %s", res.body)
+		assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
+
+		own := at120
+		own.MaxAmountRequired = "50000000" // the payer's own rate, 1.00
+		p, err := f.payer.Pay(own)
+		require.NoError(t, err)
+		res = f.pay(encode(t, p))
+		assert.Equal(t, 422, res.status)
+		assert.Equal(t, "x402_wrong_amount", res.code(t))
+
+		p, err = f.payer.Pay(at120)
+		require.NoError(t, err)
+		f.api.clock.Advance(10 * time.Minute) // the quote lapsed with its challenge
+		res = f.pay(encode(t, p))
+		assert.Equal(t, 422, res.status)
+		assert.Equal(t, "x402_wrong_amount", res.code(t))
+		assert.Equal(t, quote, f.chain.Balance(f.payTo).String(), "only the first payment moved")
+		assert.Len(t, f.topups(t), 1)
+
+		setRate("1.20", false)
+		f.api.clock.Advance(2 * time.Minute)
+		res = f.api.do(http.MethodPost, "/v1/apps/"+f.app+"/top-up", f.key, map[string]any{"amount_cents": fiftyEUR}, "Prefer: payment=x402")
+		assert.Equal(t, 503, res.status)
+		assert.Equal(t, "x402_unavailable", res.code(t))
 	})
 }
 

@@ -81,6 +81,7 @@ type X402Settlement struct {
 
 // X402Tx is what x402 top-ups need from a transaction.
 type X402Tx interface {
+	X402QuoteTx
 	// InsertX402Settlement stores a new pending settlement; false, writing
 	// nothing, when its (network, asset, payer, nonce) already has one
 	// (a unique index guarantees it, whatever the interleaving).
@@ -142,8 +143,11 @@ func (s *Service) X402TopUp(ctx context.Context, appID string, amountCents int64
 	if err := s.x402Ready(); err != nil {
 		return X402Result{}, err
 	}
-	q := s.X402Requirements(resource, appID, amountCents)
 	now := s.now()
+	q, err := s.x402Quoted(ctx, resource, appID, amountCents, p.Payload.Authorization.Value, now)
+	if err != nil {
+		return X402Result{}, err
+	}
 	from, err := serverx402.Check(p, q, now)
 	if err != nil {
 		return X402Result{}, err

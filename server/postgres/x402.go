@@ -90,3 +90,16 @@ RETURNING `+x402Columns, []any{now, now.Add(-grace), now.Add(grace), limit}, fun
 	slices.SortFunc(out, func(a, b payments.X402Settlement) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
+
+func (t *tx) InsertX402Quote(ctx context.Context, q payments.X402Quote) error {
+	_, err := t.exec(ctx, `INSERT INTO x402_quotes (id, app_id, amount_cents, value, rate, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, q.ID, q.AppID, q.AmountCents, q.Value, q.Rate, q.CreatedAt, q.ExpiresAt)
+	return wrap(err, "inserting x402 quote")
+}
+
+func (t *tx) X402QuoteFor(ctx context.Context, appID string, amountCents int64, value string, now time.Time) (bool, error) {
+	var found bool
+	err := t.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM x402_quotes WHERE app_id = $1 AND amount_cents = $2 AND value = $3 AND expires_at >= $4)`,
+		[]any{appID, amountCents, value, now}, &found)
+	return found, wrap(err, "reading x402 quotes")
+}

@@ -84,3 +84,16 @@ RETURNING `+x402Columns, micros(now), micros(now.Add(-grace)), micros(now.Add(gr
 	slices.SortFunc(out, func(a, b payments.X402Settlement) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
+
+func (t *tx) InsertX402Quote(ctx context.Context, q payments.X402Quote) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO x402_quotes (id, app_id, amount_cents, value, rate, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)`, q.ID, q.AppID, q.AmountCents, q.Value, q.Rate, micros(q.CreatedAt), micros(q.ExpiresAt))
+	return wrap(err)
+}
+
+func (t *tx) X402QuoteFor(ctx context.Context, appID string, amountCents int64, value string, now time.Time) (bool, error) {
+	var n int
+	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM x402_quotes WHERE app_id = ? AND amount_cents = ? AND value = ? AND expires_at >= ?`,
+		appID, amountCents, value, micros(now)).Scan(&n)
+	return n > 0, wrap(err)
+}

@@ -92,6 +92,13 @@ func x402Config(cfg Config) (payments.X402Config, error) {
 	if cfg.X402RPC != "" {
 		c.Chain = &x402.Chain{URL: cfg.X402RPC, HTTP: client}
 	}
+	if cfg.X402RateURL != "" {
+		now := cfg.Now
+		if now == nil {
+			now = time.Now
+		}
+		c.Rates = &x402.RateSource{URL: cfg.X402RateURL, HTTP: client, Now: now}
+	}
 	return c, nil
 }
 

@@ -44,6 +44,9 @@ type Config struct {
 	// URL for the reconciliation pass ("": unanswered settlements stay
 	// pending). In test mode both may be on loopback (x402-devchain).
 	X402Facilitator, X402RPC string
+	// X402RateURL, when set, is the rate endpoint quoting each x402
+	// challenge (server/x402.RateSource) instead of X402EURUSD.
+	X402RateURL string
 	// X402PayTo is the address x402 top-ups pay to ("" in test mode: the
 	// zero address, which cannot be paid: x402 payments are then refused).
 	X402PayTo string

@@ -229,3 +229,40 @@ func TestDevUSDCIsBuiltFromItsSource(t *testing.T) {
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", msg)
 }
+
+func TestRateSource(t *testing.T) {
+	var body string
+	status, calls := 200, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	now := time.Unix(1_800_000_000, 0)
+	src := &x402.RateSource{URL: srv.URL, HTTP: srv.Client(), Now: func() time.Time { return now }}
+	ctx := context.Background()
+
+	body = `{"rate": "1.0843"}`
+	r, err := src.Rate(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "1.0843", r.FloatString(4))
+	body = `{"rate": 1.2}`
+	r, _ = src.Rate(ctx)
+	assert.Equal(t, "1.0843", r.FloatString(4), "cached for a minute")
+	assert.Equal(t, 1, calls)
+	now = now.Add(time.Minute)
+	r, err = src.Rate(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "1.2000", r.FloatString(4), "a number works too")
+
+	for _, c := range []struct {
+		status int
+		body   string
+	}{{200, `{"rate": "-1"}`}, {200, `{"rate": "lots"}`}, {200, `{}`}, {200, `[1]`}, {500, `{"rate": "1.1"}`}, {200, `{"rate": "1e9"}`}} {
+		now = now.Add(time.Minute)
+		status, body = c.status, c.body
+		_, err := src.Rate(ctx)
+		assert.Error(t, err, "%d %s", c.status, c.body)
+	}
+}

@@ -38,8 +38,9 @@ type config struct {
 	X402Network    string
 	X402EURUSD     string
 	// X402FacilitatorURL and X402RPCURL: the x402 facilitator that settles
-	// top-ups, and the chain's JSON-RPC the reconciliation pass reads.
-	X402FacilitatorURL, X402RPCURL string
+	// top-ups, and the chain's JSON-RPC the reconciliation pass reads;
+	// X402RateURL the rate endpoint quoting challenges.
+	X402FacilitatorURL, X402RPCURL, X402RateURL string
 
 	// Attribution (docs/attribution.md).
 	OfferSecret, PreviousOfferSecret string
@@ -83,6 +84,7 @@ var settings = []setting{
 	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
 	{flag: "x402-facilitator-url", env: "XPROMO_X402_FACILITATOR_URL", def: "", usage: "base URL of the x402 facilitator settling top-ups (POST /verify, /settle), e.g. https://x402.org/facilitator; empty: x402 payments are refused (503 x402_unavailable); required in live mode", serveOnly: true},
 	{flag: "x402-rpc-url", env: "XPROMO_X402_RPC_URL", def: "", usage: "JSON-RPC URL of the x402 network's chain, read by the reconciliation of settlements the facilitator did not answer; empty: such settlements stay pending for an operator", serveOnly: true},
+	{flag: "x402-rate-url", env: "XPROMO_X402_RATE_URL", def: "", usage: "rate endpoint quoting x402 top-ups: GET answers {\"rate\": \"1.08\"} (USD per EUR); each challenge's amount is then stored and must be paid exactly before it lapses; empty: --x402-eur-usd", serveOnly: true},
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
 	{flag: "x402-eur-usd", env: "XPROMO_X402_EUR_USD", def: "", usage: "EUR to USD rate used to quote top-ups in USDC (e.g. 1.08); empty: 1", serveOnly: true},
@@ -205,8 +207,8 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	cfg.RedisURL = get("redis-url")
 	cfg.CategoriesFile = get("categories-file")
 	cfg.X402PayTo, cfg.X402Network, cfg.X402EURUSD = get("x402-pay-to"), get("x402-network"), get("x402-eur-usd")
-	cfg.X402FacilitatorURL, cfg.X402RPCURL = get("x402-facilitator-url"), get("x402-rpc-url")
-	for _, f := range []string{"x402-facilitator-url", "x402-rpc-url"} {
+	cfg.X402FacilitatorURL, cfg.X402RPCURL, cfg.X402RateURL = get("x402-facilitator-url"), get("x402-rpc-url"), get("x402-rate-url")
+	for _, f := range []string{"x402-facilitator-url", "x402-rpc-url", "x402-rate-url"} {
 		if v := get(f); v != "" {
 			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return cfg, usagef("%s is not an http(s) URL", source[f]) // not echoed: it may hold a credential

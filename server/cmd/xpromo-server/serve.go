@@ -95,7 +95,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
 	}
-	wcfg.X402Facilitator, wcfg.X402RPC = cfg.X402FacilitatorURL, cfg.X402RPCURL
+	wcfg.X402Facilitator, wcfg.X402RPC, wcfg.X402RateURL = cfg.X402FacilitatorURL, cfg.X402RPCURL, cfg.X402RateURL
 	built, err := wire.Build(wcfg, st)
 	if err != nil {
 		log.Error("cannot start", slog.String("error", err.Error()))

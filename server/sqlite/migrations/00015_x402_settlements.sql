@@ -31,6 +31,20 @@ CREATE TABLE x402_settlements (
 CREATE UNIQUE INDEX x402_settlements_authorization ON x402_settlements (network, asset, payer, nonce);
 CREATE INDEX x402_settlements_pending ON x402_settlements (updated_at) WHERE status = 'pending';
 
+-- The quotes of challenges, when the EUR→USD rate comes from a rate source
+-- (--x402-rate-url): a paid retry must pay exactly the value of an
+-- unexpired quote given to its app for its amount.
+CREATE TABLE x402_quotes (
+    id           TEXT    PRIMARY KEY,
+    app_id       TEXT    NOT NULL,
+    amount_cents INTEGER NOT NULL CHECK (amount_cents > 0),
+    value        TEXT    NOT NULL,
+    rate         TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX x402_quotes_lookup ON x402_quotes (app_id, amount_cents, value, expires_at);
+
 -- +goose StatementBegin
 CREATE TRIGGER x402_settlements_no_delete BEFORE DELETE ON x402_settlements BEGIN SELECT RAISE(ABORT, 'x402_settlements rows are never deleted'); END;
 -- +goose StatementEnd
