@@ -187,7 +187,10 @@ func TestX402RefusalsMoveNothing(t *testing.T) {
 		forged.Payload.Authorization.From = f.payer.Address()
 		refused("bad signature", encode(t, forged), "x402_bad_signature", 422)
 		tampered := sign(f.payer, q)
-		tampered.Payload.Signature = tampered.Payload.Signature[:10] + "00" + tampered.Payload.Signature[12:]
+		sig, err := hex.DecodeString(tampered.Payload.Signature[2:])
+		require.NoError(t, err)
+		sig[4] ^= 0xff // another r: always a change
+		tampered.Payload.Signature = "0x" + hex.EncodeToString(sig)
 		refused("tampered signature", encode(t, tampered), "x402_bad_signature", 422)
 
 		// Base mainnet's USDC, sent as such or passed off as Base Sepolia's.
