@@ -349,8 +349,8 @@ func TestX402UnansweredSettlementIsReconciledOnce(t *testing.T) {
 
 // A settlement that never reached the chain: reconciliation finds the
 // authorization unused and, while it is valid, settles it again; one that
-// stays unsettled past validBefore fails, and nothing moved.
-func TestX402ReconciliationSettlesAgainOrExpires(t *testing.T) {
+// stays unsettled past validBefore fails (next test), and nothing moved.
+func TestX402ReconciliationSettlesAgain(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		var upstream string
 		cutFirst := func(n int) settleFate {
@@ -375,6 +375,9 @@ func TestX402ReconciliationSettlesAgainOrExpires(t *testing.T) {
 		assert.Equal(t, quote, f.chain.Balance(f.payTo).String())
 		assert.Len(t, f.topups(t), 1)
 	})
+}
+
+func TestX402ReconciliationFailsExpiredUnused(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		var upstream string
 		f := newX402(t, s, facade(t, &upstream, func(int) settleFate { return settleCutBefore }))
