@@ -13,15 +13,16 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
 func (r *runner) topUpCommand() *cobra.Command {
 	var p xpromo.TopUpParams
 	var open, complete bool
-	var idemKey string
+	var idemKey, walletFile string
 	cmd := &cobra.Command{
-		Use:   "topup --amount-cents N [--open | --complete | --x402]",
+		Use:   "topup --amount-cents N [--open | --complete | --x402 [--wallet-key-file F]]",
 		Short: "buy credits (POST /v1/apps/{app_id}/top-up): prints or opens the checkout URL",
 		Long: `Opens a checkout for amount_cents credits (at least 5000, EUR 50) and prints its
 checkout_url; a person pays there and the wallet is credited then. --open opens
@@ -33,7 +34,15 @@ test_mode_only). With --json, each answer is printed as it came, one JSON
 document per line (the top-up's, then the checkout's).
 
 --x402 asks to pay machine to machine (Prefer: payment=x402): the answer is the
-402 x402 challenge, printed with exit status 0 (it is an answer, not an error).`,
+402 x402 challenge, printed with exit status 0 (it is an answer, not an error).
+With --wallet-key-file F (a file holding a secp256k1 private key as 64 hex
+digits), the CLI pays that challenge itself: it signs an EIP-3009 USDC
+authorization of exactly the quoted amount to the challenge's payTo, valid for
+its maxTimeoutSeconds, sends it, and prints the wallet's topup line and the
+settlement's transaction. The wallet needs the USDC on the challenge's network
+(base-sepolia in test mode). A refused payment exits with its x402_* code;
+x402_pending means the outcome is not known yet: do not pay again, the server
+credits the wallet once if the transfer landed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := required(cmd, "amount-cents"); err != nil {
@@ -42,14 +51,34 @@ document per line (the top-up's, then the checkout's).
 			if p.PreferX402 && (open || complete) {
 				return usageErr("--x402 answers with a challenge, not a checkout: it cannot be combined with --open or --complete")
 			}
+			if walletFile != "" && !p.PreferX402 {
+				return usageErr("--wallet-key-file pays an x402 challenge: it needs --x402")
+			}
 			c, appID, err := r.appClient()
 			if err != nil {
 				return err
+			}
+			if walletFile != "" {
+				w, err := x402.ReadWalletFile(walletFile)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				c = c.With(xpromo.WithX402Wallet(w))
 			}
 			ctx := cmd.Context()
 			res, err := c.TopUp(ctx, appID, &p, idempotency(idemKey)...)
 			if err != nil {
 				return err
+			}
+			if res.Line != nil {
+				if r.g.json {
+					return r.writeRaw()
+				}
+				rows := [][2]string{{"line_id", res.Line.ID}, {"type", string(res.Line.Type)}, {"credited", eur(res.Line.AmountCents)}, {"balance_after", eur(res.Line.BalanceAfter)}}
+				if settle, err := x402.DecodeResponse(res.PaymentResponse); err == nil {
+					rows = append(rows, [2]string{"network", settle.Network}, [2]string{"payer", settle.Payer}, [2]string{"transaction", settle.Transaction})
+				}
+				return kv(r.env.Stdout, rows...)
 			}
 			if res.Challenge != nil {
 				if r.g.json {
@@ -106,7 +135,8 @@ document per line (the top-up's, then the checkout's).
 	f.Int64Var(&p.AmountCents, "amount-cents", 0, "credits to buy, in cents (at least 5000)")
 	f.BoolVar(&open, "open", false, "open the checkout URL in the browser")
 	f.BoolVar(&complete, "complete", false, "test mode: pay the test checkout now")
-	f.BoolVar(&p.PreferX402, "x402", false, "pay over x402: print the 402 challenge")
+	f.BoolVar(&p.PreferX402, "x402", false, "pay over x402: print the 402 challenge (or pay it with --wallet-key-file)")
+	f.StringVar(&walletFile, "wallet-key-file", "", "with --x402: pay the challenge with the secp256k1 key in this file (64 hex digits)")
 	addIdempotencyFlag(cmd, &idemKey)
 	return cmd
 }

@@ -104,6 +104,9 @@ func New(c *xpromo.Client, opts ...Option) *Server {
 		server.WithHooks(hooks),
 	)
 	for _, t := range allTools() {
+		if t.name == "top_up" {
+			t.description += topUpWalletNote(c.X402Wallet())
+		}
 		s.tools[t.name] = t
 		s.mcp.AddTool(t.definition(), s.handler(t))
 	}

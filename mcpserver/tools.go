@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
@@ -162,7 +163,7 @@ func allTools() []*tool {
 			description: "Buy credits for the app's wallet (POST /v1/apps/{app_id}/top-up); one credit is one euro cent, at least 5000. " +
 				"The answer is a checkout_url where a person pays with the payment processor (the wallet is credited, with a topup ledger line, once paid); " +
 				"or, with prefer_x402, an x402 challenge (x402Version, accepts) that a machine payer settles in USDC and answers by calling top_up again with payment set " +
-				"(and the same idempotency_key), which returns the topup ledger line." + keyNote,
+				"(and the same idempotency_key), which returns the topup ledger line once the payment is settled on chain (x402_* error codes when it is refused; x402_pending: its outcome is not known yet, do not pay again)." + keyNote,
 			params: []param{
 				appIDParam(),
 				{name: "amount_cents", required: true, schema: withDesc(
@@ -181,6 +182,9 @@ func allTools() []*tool {
 					// Not a body TopUp can send (a string amount, an
 					// unknown field, …): the API refuses it as it is.
 					return answer{}, c.Do(ctx, http.MethodPost, "/v1/apps/"+url.PathEscape(a.str("app_id"))+"/top-up", a.body(), nil, opts...)
+				}
+				if !a.bool("prefer_x402") {
+					c = c.With(xpromo.WithX402Wallet(nil)) // a wallet pays only when asked to pay over x402
 				}
 				out, err := c.TopUp(ctx, a.str("app_id"), &xpromo.TopUpParams{
 					AmountCents: amount, PreferX402: a.bool("prefer_x402"), Payment: a.str("payment"),
@@ -331,4 +335,13 @@ func allTools() []*tool {
 			},
 		},
 	}, append(append(webhookTools(), complaintTools()...), gateTools()...)...)
+}
+
+// topUpWalletNote tells the agent whether top_up can pay over x402 by
+// itself: only when xpromo-mcp was given a wallet key.
+func topUpWalletNote(w *x402.Wallet) string {
+	if w == nil {
+		return " This MCP server holds no wallet: it cannot pay an x402 challenge itself (start xpromo-mcp with XPROMO_X402_WALLET_KEY_FILE to let it pay), so with prefer_x402 the challenge is returned for you to sign and send back as payment."
+	}
+	return " This MCP server holds a wallet (" + w.Address() + "): with prefer_x402 and no payment, top_up pays the challenge itself, signing an EIP-3009 authorization of exactly the quoted USDC to the challenge's payTo, and returns the topup ledger line; the wallet must hold that USDC on the challenge's network (base-sepolia on a test-mode server). Without prefer_x402 it returns a checkout_url and pays nothing."
 }

@@ -8,7 +8,12 @@
 #   - the vetting gate's check libraries: osslsigncode signs the Authenticode
 #     fixtures (server/gate/codesign); wixl builds a real MSI and msiinfo reads
 #     one (server/gate/pkgread); clamd is the scanner server/gate/clamav's
-#     tests start with a local EICAR signature database (no freshclam).
+#     tests start with a local EICAR signature database (no freshclam);
+#   - Node.js and the official x402 TypeScript client (npm ci in tools/x402ts,
+#     versions pinned by its package-lock.json), which pays the server's x402
+#     challenge in server/httpapi's TestX402OfficialTypeScriptClient, and
+#     solcjs (npm ci in tools/devchain/token), with which server/x402's tests
+#     check that the devchain's committed DevUSDC bytecode is its source's.
 # On Debian as root it runs apt-get (quietly, and only when something is
 # missing); elsewhere it says what to install and fails.
 set -euo pipefail
@@ -31,6 +36,8 @@ declare -A need=(
 	[wixl]=wixl
 	[msiinfo]=msitools
 	[clamd]=clamav-daemon
+	[node]=nodejs
+	[npm]=npm
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -40,14 +47,24 @@ done
 if command -v gcc >/dev/null && ! gcc -print-file-name=liblsan.so | grep -q /; then
 	missing+=(liblsan0)
 fi
-((${#missing[@]})) || exit 0
-
-if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
-	echo "test-deps: missing ${missing[*]} (Debian packages); install them, e.g." >&2
-	echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
-	exit 1
+if ((${#missing[@]})); then
+	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+		echo "test-deps: missing ${missing[*]} (Debian packages); install them, e.g." >&2
+		echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "test-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
-echo "test-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
-	{ apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [[ ! -d $root/tools/x402ts/node_modules/x402-fetch ]]; then
+	echo "test-deps: installing the x402 TypeScript client (npm ci in tools/x402ts)"
+	npm ci --prefix "$root/tools/x402ts" --no-audit --no-fund --loglevel=error >/dev/null
+fi
+if [[ ! -d $root/tools/devchain/token/node_modules/solc ]]; then
+	echo "test-deps: installing solcjs (npm ci in tools/devchain/token)"
+	npm ci --prefix "$root/tools/devchain/token" --no-audit --no-fund --loglevel=error >/dev/null
+fi

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/xpromo/xpromo/sdk/x402"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -86,6 +87,7 @@ type config struct {
 	waitMax       time.Duration
 	maxRetryAfter time.Duration
 	logger        *slog.Logger
+	wallet        *x402.Wallet // pays TopUp's 402 (WithX402Wallet)
 }
 
 // Option configures a Client (NewClient, Client.With).
@@ -95,6 +97,15 @@ type Option func(*config)
 // RotateKey), sent as `Authorization: Bearer <key>` on the app endpoints and
 // on the public ones (rate limits are counted per key).
 func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
+
+// WithX402Wallet lets TopUp pay machine to machine with w: TopUp then asks
+// for x402 (as PreferX402 does), signs the challenge's USDC authorization
+// (EIP-3009, exactly maxAmountRequired to payTo, valid maxTimeoutSeconds)
+// and sends it at once; the answer is the settled top-up's ledger line.
+// Without a wallet, TopUp returns the challenge to the caller. The wallet
+// pays only USDC on base or base-sepolia, under the domain it knows for
+// each (x402.USDC): a challenge for anything else is returned unpaid.
+func WithX402Wallet(w *x402.Wallet) Option { return func(c *config) { c.wallet = w } }
 
 // WithAdminToken sets the operators' token (the server's
 // XPROMO_ADMIN_TOKEN), sent as the bearer credential of the Admin* methods
@@ -166,6 +177,10 @@ func (c *Client) With(opts ...Option) *Client {
 
 // APIKey returns the API key the client sends ("" when none).
 func (c *Client) APIKey() string { return c.cfg.apiKey }
+
+// X402Wallet returns the wallet TopUp pays x402 challenges with (nil: none;
+// WithX402Wallet).
+func (c *Client) X402Wallet() *x402.Wallet { return c.cfg.wallet }
 
 // BaseURL returns the server root the client talks to.
 func (c *Client) BaseURL() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/xpromo/xpromo/sdk/x402"
 	"iter"
 	"net/http"
 	"net/url"
@@ -17,10 +18,55 @@ import (
 // a CheckoutURL; a machine payer (PreferX402, or a Payment) gets the 402 x402
 // Challenge, which is a result here, never an error.
 //
+// With a wallet (WithX402Wallet) and no Payment, TopUp asks for x402, pays
+// the 402 and returns the settled top-up's Line: one request for the
+// challenge, one with X-PAYMENT (both with opts, so the same
+// Idempotency-Key; the server stores no 402 answers).
+//
 // Refusals: 422 below_minimum (under MinTopUpCents), 400
-// invalid_payment_header.
+// invalid_payment_header; with a payment, the x402_* codes of
+// docs/errors.md (x402_pending: the outcome is not known yet, do not pay
+// again).
 func (c *Client) TopUp(ctx context.Context, appID string, params *TopUpParams, opts ...CallOption) (*TopUpResult, error) {
 	p := nonNil(params)
+	if w := c.cfg.wallet; w != nil && p.Payment == "" {
+		ask := *p
+		ask.PreferX402 = true
+		res, err := c.topUp(ctx, appID, &ask, opts)
+		if err != nil || !res.PaymentRequired() {
+			return res, err
+		}
+		header, err := payChallenge(w, res.Challenge)
+		if err != nil {
+			return res, err
+		}
+		ask.PreferX402, ask.Payment = false, header
+		return c.topUp(ctx, appID, &ask, opts)
+	}
+	return c.topUp(ctx, appID, p, opts)
+}
+
+// payChallenge signs the first entry of ch that w can pay.
+func payChallenge(w *x402.Wallet, ch *X402Challenge) (string, error) {
+	var why error
+	for _, a := range ch.Accepts {
+		h, err := w.PaymentHeader(x402.Requirements{
+			Scheme: a.Scheme, Network: a.Network, MaxAmountRequired: a.MaxAmountRequired, Resource: a.Resource,
+			Description: a.Description, MimeType: a.MimeType, PayTo: a.PayTo, MaxTimeoutSeconds: int64(a.MaxTimeoutSeconds),
+			Asset: a.Asset, Extra: x402.Extra{Name: a.Extra.Name, Version: a.Extra.Version},
+		})
+		if err == nil {
+			return h, nil
+		}
+		why = err
+	}
+	if why == nil {
+		why = errors.New("the challenge offers no way to pay")
+	}
+	return "", fmt.Errorf("xpromo: top-up: cannot pay the x402 challenge with this wallet: %w", why)
+}
+
+func (c *Client) topUp(ctx context.Context, appID string, p *TopUpParams, opts []CallOption) (*TopUpResult, error) {
 	var extra []CallOption
 	if p.PreferX402 {
 		extra = append(extra, WithHeader(headerPrefer, "payment=x402"))

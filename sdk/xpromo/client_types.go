@@ -41,7 +41,9 @@ type TopUpParams struct {
 	// `Prefer: payment=x402`): the answer is the 402 challenge.
 	PreferX402 bool
 	// Payment is an x402 v1 X-PAYMENT header value (base64 of a
-	// PaymentPayload) answering an earlier challenge. Retry with the same
+	// PaymentPayload, e.g. x402.Wallet.PaymentHeader) answering an earlier
+	// challenge. A client made WithX402Wallet signs one itself when this is
+	// empty. Retry with the same
 	// Idempotency-Key as the call that got the challenge (WithIdempotencyKey):
 	// the server does not store 402 answers, so the key may be reused.
 	Payment string

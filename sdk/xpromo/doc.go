@@ -20,7 +20,9 @@
 //
 //	top, err := app.TopUp(ctx, reg.AppID, &xpromo.TopUpParams{AmountCents: 5000})
 //	// top.CheckoutURL: a person pays there (test mode: CompleteTestCheckout).
-//	// With PreferX402, top.Challenge holds the 402 x402 challenge instead.
+//	// With PreferX402, top.Challenge holds the 402 x402 challenge instead;
+//	// a client made WithX402Wallet pays it itself and top.Line is the
+//	// settled topup line.
 //
 //	for line, err := range app.LedgerLines(ctx, reg.AppID, nil) {
 //		if err != nil {

@@ -82,6 +82,19 @@ const (
 	InvalidSignature     = "invalid_signature"
 	InvalidPaymentHeader = "invalid_payment_header"
 
+	// x402 payments (server/x402, docs/payments.md).
+	X402NetworkMismatch  = "x402_network_mismatch"
+	X402WrongPayee       = "x402_wrong_payee"
+	X402WrongAmount      = "x402_wrong_amount"
+	X402Expired          = "x402_expired"
+	X402NotYetValid      = "x402_not_yet_valid"
+	X402WindowTooLong    = "x402_window_too_long"
+	X402BadSignature     = "x402_bad_signature"
+	X402Replayed         = "x402_replayed"
+	X402Pending          = "x402_pending"
+	X402SettlementFailed = "x402_settlement_failed"
+	X402Unavailable      = "x402_unavailable"
+
 	// Ledger.
 	InvalidOperation    = "invalid_operation"
 	OperationKeyReused  = "operation_key_reused"
@@ -214,6 +227,19 @@ func init() {
 	def(TestModeOnly, 403, "The operation exists only in test mode (the test checkout page, the test clock).")
 	def(InvalidSignature, 400, "A payment processor's webhook (`POST /v1/stripe/webhook`) has no valid `Stripe-Signature`: missing or malformed, signed by no configured secret, or older (or newer) than 5 minutes.")
 	def(InvalidPaymentHeader, 400, "The `X-PAYMENT` header is not a base64 JSON x402 payment payload.")
+
+	def(X402NetworkMismatch, 422, "The x402 payment is not for what the challenge asks: another x402 version, scheme, network, or asset (its signature is for another token's EIP-712 domain).")
+	def(X402WrongPayee, 422, "The x402 authorization's `to` is not the challenge's `payTo`.")
+	def(X402WrongAmount, 422, "The x402 authorization's `value` is not exactly the challenge's `maxAmountRequired` (the quote for `amount_cents`), or, with a rate endpoint, not the amount of an unexpired challenge for this top-up.")
+	def(X402Expired, 422, "The x402 authorization's `validBefore` has passed, or is less than 6 seconds away.")
+	def(X402NotYetValid, 422, "The x402 authorization's `validAfter` is in the future.")
+	def(X402WindowTooLong, 422, "The x402 authorization's `validBefore` is further away than the challenge's `maxTimeoutSeconds` (plus 60 seconds of clock skew): the quote lapses with the challenge.")
+	def(X402BadSignature, 422, "The x402 authorization's signature does not recover to its `from` under the asset's EIP-712 domain.")
+	def(X402Replayed, 409, "The x402 authorization (network, asset, `from`, `nonce`) was already settled and credited; sign a new one to top up again.")
+	def(X402Pending, 409, "A settlement of this x402 authorization is under way or its outcome is not known yet; the reconciliation pass credits the wallet once if it settled. Do not sign another payment for it.")
+	def(X402Pending, 502, "The facilitator did not answer the settlement (timeout, 5xx): it is recorded as pending and the reconciliation pass credits the wallet once if it settled on chain. Do not pay again.")
+	def(X402SettlementFailed, 422, "The facilitator refused to verify or settle the x402 payment (e.g. `insufficient_funds`); nothing moved. `X-PAYMENT-RESPONSE` carries its reason when it came from settlement.")
+	def(X402Unavailable, 503, "This server settles no x402 payments: no facilitator URL or `payTo` is configured, or the facilitator could not be reached before anything was sent for settlement; or its rate endpoint could not quote an x402 challenge. Nothing moved.")
 
 	def(InvalidOperation, 422, "A ledger operation is malformed: no key, no postings, a zero amount, an unknown line type, or postings that do not sum to zero.")
 	def(OperationKeyReused, 422, "A ledger operation key was used before for a different operation.")

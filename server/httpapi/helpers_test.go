@@ -41,6 +41,7 @@ type testServer struct {
 	clock  *clocktest.Clock // the server's Now
 	store  storage.Store
 	srv    *httpapi.Server
+	built  *wire.Server // srv's services (background passes)
 	client *http.Client // checks every exchange against openapi.json
 }
 
@@ -68,9 +69,9 @@ func serve(t *testing.T, s storage.Store, start time.Time, cfg wire.Config) *tes
 	case adminOff:
 		cfg.AdminToken = ""
 	}
-	srv, err := wire.New(cfg, s)
+	built, err := wire.Build(cfg, s)
 	require.NoError(t, err)
-	ts.srv, handler, ts.url = srv, srv, hs.URL
+	ts.built, ts.srv, handler, ts.url = built, built.HTTP, built.HTTP, hs.URL
 	return ts
 }
 

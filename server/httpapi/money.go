@@ -9,10 +9,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	wirex402 "github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/x402"
 )
 
 // mountMoney: top-up (checkout and x402), the test checkout page, the ledger,
@@ -64,8 +66,10 @@ func prefersX402(r *http.Request) bool {
 }
 
 // topUp answers a person with a checkout_url, and an x402 caller with 402
-// and the challenge. The paid retry (X-PAYMENT) is not settled yet: it gets
-// the challenge again, saying so, and nothing is credited.
+// and the challenge. The paid retry (X-PAYMENT) is verified and settled
+// (payments.X402TopUp): 200 with the wallet's topup line and
+// X-PAYMENT-RESPONSE, or a catalogued refusal (with X-PAYMENT-RESPONSE when
+// the facilitator's settlement refused it).
 func (s *Server) topUp(w http.ResponseWriter, r *http.Request) {
 	appID, err := ownApp(r, chi.URLParam(r, "app_id"))
 	if err != nil {
@@ -90,19 +94,35 @@ func (s *Server) topUp(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	_, paid := r.Header[http.CanonicalHeaderKey("X-PAYMENT")]
-	if paid || prefersX402(r) {
-		reason := payments.X402PaymentRequired
-		if paid {
-			if _, err := payments.DecodePaymentHeader(r.Header.Get("X-PAYMENT")); err != nil {
-				s.writeErr(w, r, err)
-				return
-			}
-			reason = payments.X402NotEnabled
-		} else {
-			w.Header().Set("Preference-Applied", "payment=x402")
+	resource := s.publicURL(r, r.URL.Path)
+	if _, paid := r.Header[http.CanonicalHeaderKey("X-PAYMENT")]; paid {
+		p, err := x402.Decode(r.Header.Get("X-PAYMENT"))
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
 		}
-		writeJSON(w, http.StatusPaymentRequired, s.services.Payments.X402Challenge(s.publicURL(r, r.URL.Path), appID, amount, reason))
+		res, err := s.services.Payments.X402TopUp(r.Context(), appID, amount, resource, p)
+		if res.Settle.Network != "" || res.Settle.Success {
+			if h, herr := wirex402.Encode(res.Settle); herr == nil {
+				w.Header().Set("X-PAYMENT-RESPONSE", h)
+				w.Header().Add("Access-Control-Expose-Headers", "X-PAYMENT-RESPONSE")
+			}
+		}
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ledgerLine(res.Line))
+		return
+	}
+	if prefersX402(r) {
+		ch, err := s.services.Payments.X402Quoted(r.Context(), resource, appID, amount, payments.X402PaymentRequired)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		w.Header().Set("Preference-Applied", "payment=x402")
+		writeJSON(w, http.StatusPaymentRequired, ch)
 		return
 	}
 	_, url, err := s.services.Payments.TopUp(r.Context(), appID, amount)

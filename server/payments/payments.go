@@ -1,13 +1,13 @@
 // Package payments moves money in and out: top-ups through a payment
-// provider's checkout (or, later, x402), payouts by transfer, and the read
-// side of an app's wallet ledger.
+// provider's checkout or settled x402 payments (x402topup.go), payouts by
+// transfer, and the read side of an app's wallet ledger.
 //
 // Every money movement commits in the same transaction as the state change
 // it belongs to (a checkout session completed, a payout reserved, sent or
 // failed), through ledger.Apply, and every ledger key is derived from the
-// business event ("topup:<session>", "payout:<payout>"), so nothing is
-// credited or debited twice whatever the retries and races. See
-// docs/payments.md.
+// business event ("topup:<session>", "topup:<x402 settlement>",
+// "payout:<payout>"), so nothing is credited or debited twice whatever the
+// retries and races. See docs/payments.md.
 package payments
 
 import (
@@ -143,6 +143,7 @@ type Tx interface {
 	ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]Payout, error)
 
 	TestTransferTx
+	X402Tx
 
 	// LedgerTotals is ledger.Reader.Totals inside this transaction.
 	LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error)

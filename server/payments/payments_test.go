@@ -495,20 +495,3 @@ func TestX402Challenge(t *testing.T) {
 	assert.Equal(t, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", a.Asset)
 	assert.Equal(t, xpromo.X402Extra{Name: "USD Coin", Version: "2"}, a.Extra, "Base mainnet USDC signs as \"USD Coin\"")
 }
-
-func TestDecodePaymentHeader(t *testing.T) {
-	payload := `{"x402Version":1,"scheme":"exact","network":"base-sepolia","payload":{"signature":"0x00","authorization":{}}}`
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding} {
-		p, err := payments.DecodePaymentHeader(enc.EncodeToString([]byte(payload)))
-		require.NoError(t, err)
-		assert.Equal(t, "exact", p.Scheme)
-	}
-	for _, bad := range []string{
-		"", "not base64 !", base64.StdEncoding.EncodeToString([]byte("[1,2]")),
-		base64.StdEncoding.EncodeToString([]byte(`{"x402Version":2,"scheme":"exact","network":"base","payload":{}}`)),
-		base64.StdEncoding.EncodeToString([]byte(`{"x402Version":1,"scheme":"exact","network":"base"}`)),
-	} {
-		_, err := payments.DecodePaymentHeader(bad)
-		assertCode(t, err, apperr.InvalidPaymentHeader, 400)
-	}
-}

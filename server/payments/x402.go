@@ -1,53 +1,59 @@
 package payments
 
 import (
-	"encoding/base64"
-	"encoding/json"
+	"context"
 	"fmt"
 	"math/big"
 	"regexp"
-	"strings"
+	"time"
 
+	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ids"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
-// x402 networks (v1 names) and their USDC contract, with the EIP-712 domain
-// the token signs under: the name differs per chain ("USD Coin" on Base,
-// "USDC" on Base Sepolia), a classic cause of signatures that never verify.
+// x402 networks (v1 names); each pays in its USDC (x402.USDC), whose
+// EIP-712 domain name differs per chain.
 const (
-	NetworkBase        = "base"
-	NetworkBaseSepolia = "base-sepolia"
+	NetworkBase        = x402.NetworkBase
+	NetworkBaseSepolia = x402.NetworkBaseSepolia
 )
-
-type usdc struct{ address, name, version string }
-
-var usdcByNetwork = map[string]usdc{
-	NetworkBase:        {"0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin", "2"},
-	NetworkBaseSepolia: {"0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC", "2"},
-}
 
 // X402MaxTimeoutSeconds bounds the validity window of a payment authorisation.
 const X402MaxTimeoutSeconds = 300
 
-// X402NotEnabled is the challenge's error for a paid retry until settlement
-// is implemented: the offered payment is never verified nor settled, so
-// nothing is credited.
-const X402NotEnabled = "x402 settlement is not enabled on this server yet: the X-PAYMENT was neither verified nor settled and nothing was credited; top up through checkout_url (send the request without Prefer: payment=x402 and without X-PAYMENT)"
-
 // X402PaymentRequired is the challenge's error for a first request.
 const X402PaymentRequired = "X-PAYMENT header is required"
 
-// ZeroAddress is the payTo of test mode when no address is configured.
-// Settlement is not enabled, so nothing can be paid to it.
+// ZeroAddress is the payTo of test mode when no address is configured. No
+// token transfers to it: a server without a payTo answers a paid retry 503
+// x402_unavailable.
 const ZeroAddress = "0x0000000000000000000000000000000000000000"
 
-// X402Config prices top-ups for x402 payers.
+// X402Config prices top-ups for x402 payers and names who settles them.
 type X402Config struct {
 	Network   string   // "base" or "base-sepolia"
 	PayTo     string   // recipient address
 	USDPerEUR *big.Rat // the EUR→USD quote
-	asset     usdc
+	asset     x402.Asset
+	// Facilitator verifies and settles payments; nil: this server settles
+	// none (a paid retry answers 503 x402_unavailable).
+	Facilitator X402Facilitator
+	// Chain tells the reconciliation pass whether an authorization whose
+	// settlement went unanswered was used on chain; nil: such settlements
+	// stay pending (logged) until an operator resolves them.
+	Chain X402Chain
+	// Rates, when set, gives the EUR→USD rate of each challenge instead of
+	// USDPerEUR; every challenge's amount is then stored as a quote
+	// (X402Quote) that the paid retry must match.
+	Rates X402Rates
+}
+
+// X402Rates is a source of EUR→USD rates (server/x402's RateSource).
+type X402Rates interface {
+	Rate(ctx context.Context) (*big.Rat, error)
 }
 
 var addressPattern = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
@@ -60,7 +66,7 @@ func NewX402Config(testMode bool, network, payTo, rate string) (X402Config, erro
 	if network == "" && testMode {
 		network = NetworkBaseSepolia
 	}
-	asset, ok := usdcByNetwork[network]
+	asset, ok := x402.USDC[network]
 	switch {
 	case !ok:
 		return X402Config{}, fmt.Errorf("x402 network %q: want %q or %q", network, NetworkBase, NetworkBaseSepolia)
@@ -86,9 +92,11 @@ func NewX402Config(testMode bool, network, payTo, rate string) (X402Config, erro
 // AtomicUSDC converts euro cents to USDC atomic units (6 decimals) at the
 // quote, rounded up so that a payer never pays less than the top-up is worth:
 // cents × 10⁴ × USDPerEUR.
-func (c X402Config) AtomicUSDC(cents int64) string {
+func (c X402Config) AtomicUSDC(cents int64) string { return atomicUSDC(cents, c.USDPerEUR) }
+
+func atomicUSDC(cents int64, rate *big.Rat) string {
 	v := new(big.Rat).Mul(new(big.Rat).SetInt64(cents), big.NewRat(10_000, 1))
-	v.Mul(v, c.USDPerEUR)
+	v.Mul(v, rate)
 	q, m := new(big.Int).QuoRem(v.Num(), v.Denom(), new(big.Int))
 	if m.Sign() > 0 {
 		q.Add(q, big.NewInt(1))
@@ -96,60 +104,121 @@ func (c X402Config) AtomicUSDC(cents int64) string {
 	return q.String()
 }
 
+// X402Requirements are the x402 v1 PaymentRequirements of a top-up of
+// amountCents by appID at resource (the request's URL): the one entry of its
+// challenge, and what a paid retry is verified against. The amount is the
+// server's quote (AtomicUSDC), so a payer cannot choose its rate.
+func (s *Service) X402Requirements(resource, appID string, amountCents int64) x402.Requirements {
+	return s.x402Requirements(resource, appID, amountCents, s.X402.AtomicUSDC(amountCents))
+}
+
+func (s *Service) x402Requirements(resource, appID string, amountCents int64, value string) x402.Requirements {
+	c := s.X402
+	return x402.Requirements{
+		Scheme:            x402.SchemeExact,
+		Network:           c.Network,
+		MaxAmountRequired: value,
+		Resource:          resource,
+		Description:       fmt.Sprintf("xpromo wallet top-up: EUR %s (%d credits) for app %s", EUR(amountCents), amountCents, appID),
+		MimeType:          "application/json",
+		PayTo:             c.PayTo,
+		MaxTimeoutSeconds: X402MaxTimeoutSeconds,
+		Asset:             c.asset.Address,
+		Extra:             x402.Extra{Name: c.asset.Name, Version: c.asset.Version},
+	}
+}
+
 // X402Challenge is the x402 version 1 answer (402) to a top-up of amountCents
 // at resource (the request's URL), with reason as its error.
 func (s *Service) X402Challenge(resource, appID string, amountCents int64, reason string) xpromo.X402Challenge {
-	c := s.X402
+	return challenge(s.X402Requirements(resource, appID, amountCents), reason)
+}
+
+func challenge(q x402.Requirements, reason string) xpromo.X402Challenge {
 	return xpromo.X402Challenge{
 		X402Version: xpromo.X402Version,
-		Resource:    resource,
+		Resource:    q.Resource,
 		Error:       reason,
 		Accepts: []xpromo.X402Accept{{
-			Scheme:            "exact",
-			Network:           c.Network,
-			MaxAmountRequired: c.AtomicUSDC(amountCents),
-			Resource:          resource,
-			Description:       fmt.Sprintf("xpromo wallet top-up: EUR %s (%d credits) for app %s", EUR(amountCents), amountCents, appID),
-			MimeType:          "application/json",
-			PayTo:             c.PayTo,
-			MaxTimeoutSeconds: X402MaxTimeoutSeconds,
-			Asset:             c.asset.address,
-			Extra:             xpromo.X402Extra{Name: c.asset.name, Version: c.asset.version},
+			Scheme:            q.Scheme,
+			Network:           q.Network,
+			MaxAmountRequired: q.MaxAmountRequired,
+			Resource:          q.Resource,
+			Description:       q.Description,
+			MimeType:          q.MimeType,
+			PayTo:             q.PayTo,
+			MaxTimeoutSeconds: int(q.MaxTimeoutSeconds),
+			Asset:             q.Asset,
+			Extra:             xpromo.X402Extra{Name: q.Extra.Name, Version: q.Extra.Version},
 		}},
 	}
 }
 
-// PaymentPayload is the decoded X-PAYMENT header (x402 v1), as far as the
-// server reads it before settlement exists.
-type PaymentPayload struct {
-	X402Version int             `json:"x402Version"`
-	Scheme      string          `json:"scheme"`
-	Network     string          `json:"network"`
-	Payload     json.RawMessage `json:"payload"`
+// X402Quote is the amount a challenge asked for a top-up, stored when the
+// rate comes from a rate source: the paid retry must pay exactly a quote
+// the server gave this app for this amount, before it expired, so a payer
+// cannot choose its rate and a quote lapses with its challenge.
+type X402Quote struct {
+	ID          string // "x4q_…"
+	AppID       string
+	AmountCents int64
+	Value       string // USDC atomic units
+	Rate        string // the EUR→USD rate it was computed at
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
 }
 
-// DecodePaymentHeader decodes an X-PAYMENT header: base64 of a JSON x402 v1
-// PaymentPayload. Anything else is 400 invalid_payment_header.
-func DecodePaymentHeader(h string) (PaymentPayload, error) {
-	bad := func(why string) (PaymentPayload, error) {
-		return PaymentPayload{}, apperr.New(apperr.InvalidPaymentHeader, "X-PAYMENT %s; it must be the base64 of a JSON x402 version 1 PaymentPayload", why)
+// X402QuoteTx stores and finds quotes.
+type X402QuoteTx interface {
+	InsertX402Quote(ctx context.Context, q X402Quote) error
+	// X402QuoteFor reports whether appID has a quote of value for
+	// amountCents that expires at or after now.
+	X402QuoteFor(ctx context.Context, appID string, amountCents int64, value string, now time.Time) (bool, error)
+}
+
+// X402Quoted is X402Challenge at the current rate: with a rate source, the
+// rate is asked for and the challenge's amount stored as a quote (valid for
+// the challenge's maxTimeoutSeconds plus a minute of skew); without one, it
+// is X402Challenge at the configured rate. A rate source that cannot answer
+// is 503 x402_unavailable.
+func (s *Service) X402Quoted(ctx context.Context, resource, appID string, amountCents int64, reason string) (xpromo.X402Challenge, error) {
+	if s.X402.Rates == nil {
+		return s.X402Challenge(resource, appID, amountCents, reason), nil
 	}
-	h = strings.TrimSpace(h)
-	raw, err := base64.StdEncoding.DecodeString(h)
+	rate, err := s.X402.Rates.Rate(ctx)
 	if err != nil {
-		// Tolerate the unpadded and URL-safe alphabets some clients use.
-		if raw, err = base64.RawStdEncoding.DecodeString(h); err != nil {
-			if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(h, "=")); err != nil {
-				return bad("is not base64")
-			}
-		}
+		return xpromo.X402Challenge{}, apperr.New(apperr.X402Unavailable, "the EUR→USD rate to quote this top-up in USDC is not available (%v); try again later or top up through checkout_url", err)
 	}
-	var p PaymentPayload
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return bad("is not a JSON object")
+	now := s.now()
+	q := X402Quote{
+		ID: ids.New("x4q"), AppID: appID, AmountCents: amountCents, Value: atomicUSDC(amountCents, rate),
+		Rate: rate.FloatString(8), CreatedAt: now, ExpiresAt: now.Add(X402MaxTimeoutSeconds*time.Second + time.Minute),
 	}
-	if p.X402Version != xpromo.X402Version || p.Scheme == "" || p.Network == "" || len(p.Payload) == 0 || p.Payload[0] != '{' {
-		return bad("lacks x402Version 1, scheme, network or payload")
+	err = s.Update(txunit.Detached(ctx), func(ctx context.Context, tx WriteTx) error { return tx.InsertX402Quote(ctx, q) })
+	if err != nil {
+		return xpromo.X402Challenge{}, err
 	}
-	return p, nil
+	return challenge(s.x402Requirements(resource, appID, amountCents, q.Value), reason), nil
+}
+
+// x402Quoted returns the requirements a paid retry of value is verified
+// against: with a rate source, those of an unexpired quote of exactly value
+// (else 422 x402_wrong_amount); without, those at the configured rate.
+func (s *Service) x402Quoted(ctx context.Context, resource, appID string, amountCents int64, value string, now time.Time) (x402.Requirements, error) {
+	if s.X402.Rates == nil {
+		return s.X402Requirements(resource, appID, amountCents), nil
+	}
+	var found bool
+	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		found, err = tx.X402QuoteFor(ctx, appID, amountCents, value, now)
+		return err
+	})
+	if err != nil {
+		return x402.Requirements{}, err
+	}
+	if !found {
+		return x402.Requirements{}, apperr.New(apperr.X402WrongAmount, "the authorization's value %s is not the amount of an unexpired challenge for this top-up of %d cents: ask for a new challenge (Prefer: payment=x402) and pay exactly its maxAmountRequired", value, amountCents)
+	}
+	return s.x402Requirements(resource, appID, amountCents, value), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/payments/stripe"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/x402"
 )
 
 func paymentsService(cfg Config, store storage.Store) (*payments.Service, *stripe.Webhook, error) {
@@ -21,7 +22,7 @@ func paymentsService(cfg Config, store storage.Store) (*payments.Service, *strip
 			return nil, nil, err
 		}
 	}
-	x402, err := payments.NewX402Config(!live, cfg.X402Network, cfg.X402PayTo, cfg.X402EURUSD)
+	x402, err := x402Config(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,6 +164,70 @@ func (s *Server) RunPayoutRecovery(ctx context.Context, interval time.Duration) 
 			s.cfg.Logger.Warn("payout recovery pass", slog.String("error", err.Error()))
 		case res.Sent+res.Failed+res.Pending > 0:
 			s.cfg.Logger.Info("payout recovery pass", slog.Int("sent", res.Sent), slog.Int("failed", res.Failed), slog.Int("still_pending", res.Pending))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// x402Config builds the x402 settings: the quote, and the facilitator and
+// chain clients, through server/outbound. Live mode refuses to start without
+// a payTo and a facilitator URL; test mode admits loopback URLs (the
+// operator's own x402-devchain), never live.
+func x402Config(cfg Config) (payments.X402Config, error) {
+	test := cfg.Mode == httpapi.ModeTest
+	c, err := payments.NewX402Config(test, cfg.X402Network, cfg.X402PayTo, cfg.X402EURUSD)
+	if err != nil {
+		return c, err
+	}
+	if !test && cfg.X402Facilitator == "" {
+		return c, errors.New("live mode needs an x402 facilitator URL (--x402-facilitator-url) to settle x402 top-ups")
+	}
+	client := outbound.New(outbound.Options{Timeout: x402Timeout, RequireHTTPS: !test, TestOnlyAllowLoopback: test})
+	if cfg.X402Facilitator != "" {
+		c.Facilitator = &x402.Facilitator{URL: cfg.X402Facilitator, HTTP: client}
+	}
+	if cfg.X402RPC != "" {
+		c.Chain = &x402.Chain{URL: cfg.X402RPC, HTTP: client}
+	}
+	if cfg.X402RateURL != "" {
+		now := cfg.Now
+		if now == nil {
+			now = time.Now
+		}
+		c.Rates = &x402.RateSource{URL: cfg.X402RateURL, HTTP: client, Now: now}
+	}
+	return c, nil
+}
+
+// x402Timeout bounds one facilitator call: a settlement waits for its
+// transaction to be mined. Past it the settlement is pending, for
+// RunX402Reconciliation.
+const x402Timeout = 30 * time.Second
+
+// DefaultX402ReconcileInterval is how often RunX402Reconciliation runs.
+const DefaultX402ReconcileInterval = time.Minute
+
+// RunX402Reconciliation resolves x402 settlements whose outcome is unknown
+// (payments.Service.ReconcileX402) at once and then every interval
+// (DefaultX402ReconcileInterval if 0) until ctx ends. Several instances may
+// run it at once.
+func (s *Server) RunX402Reconciliation(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultX402ReconcileInterval
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		res, err := s.Payments.ReconcileX402(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.cfg.Logger.Warn("x402 reconciliation pass", slog.String("error", err.Error()))
+		case res.Settled+res.Failed+res.Pending > 0:
+			s.cfg.Logger.Info("x402 reconciliation pass", slog.Int("settled", res.Settled), slog.Int("failed", res.Failed), slog.Int("still_pending", res.Pending))
 		}
 		select {
 		case <-ctx.Done():

@@ -54,7 +54,7 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 	srv, err := wire.New(wire.Config{
 		Mode: httpapi.ModeLive, BaseURL: ts.URL, Now: a.clock.Now, AdminToken: adminToken,
 		ReadLimit: 10_000, WriteLimit: 10_000,
-		OfferSecret: strings.Repeat("s", 32), X402Network: "base", X402PayTo: "0x1111111111111111111111111111111111111111",
+		OfferSecret: strings.Repeat("s", 32), X402Network: "base", X402PayTo: "0x1111111111111111111111111111111111111111", X402Facilitator: "https://x402.example",
 		StripeSecretKey: "sk_test_e2e", StripeAPIURL: mock, StripeWebhookSecrets: []string{"whsec_old", liveWhsec},
 		CategoriesFile: categories, StripeConnectCountry: "DE", StripeMaxNetworkRetries: stripego.Int64(0),
 		StripeHTTPClient: client,

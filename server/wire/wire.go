@@ -43,8 +43,16 @@ type Config struct {
 	Logger                *slog.Logger
 	Now                   func() time.Time
 	Registry              *prometheus.Registry
+	// X402Facilitator is the x402 facilitator's base URL ("": x402 payments
+	// are refused; live mode requires one). X402RPC is the chain's JSON-RPC
+	// URL for the reconciliation pass ("": unanswered settlements stay
+	// pending). In test mode both may be on loopback (x402-devchain).
+	X402Facilitator, X402RPC string
+	// X402RateURL, when set, is the rate endpoint quoting each x402
+	// challenge (server/x402.RateSource) instead of X402EURUSD.
+	X402RateURL string
 	// X402PayTo is the address x402 top-ups pay to ("" in test mode: the
-	// zero address, since settlement is not enabled yet).
+	// zero address, which cannot be paid: x402 payments are then refused).
 	X402PayTo string
 	// X402Network is "base" or "base-sepolia"; "" means base-sepolia in
 	// test mode, which accepts only the testnet.

@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/xpromo/xpromo/mcpserver"
+	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
@@ -44,7 +45,9 @@ func run() error {
 			fmt.Fprintln(os.Stderr, "usage: xpromo-mcp (an MCP server on stdin/stdout)\n\n"+
 				"environment:\n"+
 				"  XPROMO_BASE_URL  the xpromo server (default "+defaultBaseURL+")\n"+
-				"  XPROMO_API_KEY   the app's API key (optional)")
+				"  XPROMO_API_KEY   the app's API key (optional)\n"+
+				"  XPROMO_X402_WALLET_KEY_FILE  a file holding a secp256k1 private key (64 hex digits):\n"+
+				"                   top_up with prefer_x402 then pays the x402 challenge in USDC itself (optional)")
 			return nil
 		default:
 			return fmt.Errorf("unknown argument %q (configure with XPROMO_BASE_URL and XPROMO_API_KEY)", arg)
@@ -61,6 +64,14 @@ func run() error {
 		// A rate limit is the agent's to wait out: answer it at once.
 		xpromo.WithMaxRetryAfter(0),
 	)
+	if f := os.Getenv("XPROMO_X402_WALLET_KEY_FILE"); f != "" {
+		w, err := x402.ReadWalletFile(f)
+		if err != nil {
+			return err
+		}
+		c = c.With(xpromo.WithX402Wallet(w))
+		logger.Info("x402 wallet loaded: top_up with prefer_x402 pays challenges itself", "address", w.Address())
+	}
 	// Fail early on a malformed URL rather than on every tool call.
 	if c.BaseURL() == "" {
 		_, err := c.GetRateCard(context.Background())

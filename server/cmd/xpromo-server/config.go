@@ -41,6 +41,10 @@ type config struct {
 	X402PayTo      string
 	X402Network    string
 	X402EURUSD     string
+	// X402FacilitatorURL and X402RPCURL: the x402 facilitator that settles
+	// top-ups, and the chain's JSON-RPC the reconciliation pass reads;
+	// X402RateURL the rate endpoint quoting challenges.
+	X402FacilitatorURL, X402RPCURL, X402RateURL string
 
 	// Stripe (live mode; docs/operations.md, "Stripe").
 	StripeSecretKey        string
@@ -105,6 +109,9 @@ var settings = []setting{
 	{flag: "live-min-cleared", env: "XPROMO_LIVE_MIN_CLEARED", def: "10", usage: "charged installs bought in the last 30 days a throttled app needs to go live", serveOnly: true},
 	{flag: "live-min-retention", env: "XPROMO_LIVE_MIN_RETENTION", def: "0.4", usage: "48-hour retention (charged ÷ resolved) a throttled app needs to go live, over 0 and at most 1", serveOnly: true},
 	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
+	{flag: "x402-facilitator-url", env: "XPROMO_X402_FACILITATOR_URL", def: "", usage: "base URL of the x402 facilitator settling top-ups (POST /verify, /settle), e.g. https://x402.org/facilitator; empty: x402 payments are refused (503 x402_unavailable); required in live mode", serveOnly: true},
+	{flag: "x402-rpc-url", env: "XPROMO_X402_RPC_URL", def: "", usage: "JSON-RPC URL of the x402 network's chain, read by the reconciliation of settlements the facilitator did not answer; empty: such settlements stay pending for an operator", serveOnly: true},
+	{flag: "x402-rate-url", env: "XPROMO_X402_RATE_URL", def: "", usage: "rate endpoint quoting x402 top-ups: GET answers {\"rate\": \"1.08\"} (USD per EUR); each challenge's amount is then stored and must be paid exactly before it lapses; empty: --x402-eur-usd", serveOnly: true},
 	{flag: "x402-pay-to", env: "XPROMO_X402_PAY_TO", def: "", usage: "address x402 top-ups pay to", serveOnly: true},
 	{flag: "x402-network", env: "XPROMO_X402_NETWORK", def: "", usage: "x402 network: base or base-sepolia (test mode: base-sepolia only)", serveOnly: true},
 	{flag: "x402-eur-usd", env: "XPROMO_X402_EUR_USD", def: "", usage: "EUR to USD rate used to quote top-ups in USDC (e.g. 1.08); empty: 1", serveOnly: true},
@@ -249,6 +256,14 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	cfg.RedisURL = get("redis-url")
 	cfg.CategoriesFile = get("categories-file")
 	cfg.X402PayTo, cfg.X402Network, cfg.X402EURUSD = get("x402-pay-to"), get("x402-network"), get("x402-eur-usd")
+	cfg.X402FacilitatorURL, cfg.X402RPCURL, cfg.X402RateURL = get("x402-facilitator-url"), get("x402-rpc-url"), get("x402-rate-url")
+	for _, f := range []string{"x402-facilitator-url", "x402-rpc-url", "x402-rate-url"} {
+		if v := get(f); v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return cfg, usagef("%s is not an http(s) URL", source[f]) // not echoed: it may hold a credential
+			}
+		}
+	}
 	cfg.OfferSecret, cfg.PreviousOfferSecret = get("offer-secret"), get("offer-secret-previous")
 	cfg.StripeSecretKey, cfg.StripeAPIURL, cfg.StripeConnectCountry = get("stripe-secret-key"), get("stripe-api-url"), get("stripe-connect-country")
 	cfg.StripeSuccessURL, cfg.StripeConnectReturnURL = get("stripe-success-url"), get("stripe-connect-return-url")

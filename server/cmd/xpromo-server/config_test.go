@@ -142,6 +142,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"short live admin token", []string{"--mode", "live", "--admin-token", "hunter2"}, nil, `at least 32 characters`},
 		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
 		{"no jobs at once", nil, map[string]string{"XPROMO_JOB_CONCURRENCY": "0"}, `XPROMO_JOB_CONCURRENCY: "0" is not a number of jobs from 1 to 64`},
+		{"x402 facilitator", []string{"--x402-facilitator-url", "ftp://secret@x402.example"}, nil, `--x402-facilitator-url is not an http(s) URL`},
+		{"x402 rpc", nil, map[string]string{"XPROMO_X402_RPC_URL": "sepolia.base.org/secret"}, `XPROMO_X402_RPC_URL is not an http(s) URL`},
 		{"too many jobs at once", []string{"--job-concurrency", "1000"}, nil, `--job-concurrency: "1000" is not a number of jobs from 1 to 64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,6 +104,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
 	}
+	wcfg.X402Facilitator, wcfg.X402RPC, wcfg.X402RateURL = cfg.X402FacilitatorURL, cfg.X402RPCURL, cfg.X402RateURL
 	built, err := wire.Build(wcfg, st)
 	if err != nil {
 		log.Error("cannot start", slog.String("error", err.Error()))
@@ -139,6 +140,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	var background sync.WaitGroup
 	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
+	// x402 settlements the facilitator did not answer: every minute.
+	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
 	// Pending payouts: resolved at start, then every minute.
 	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
 	// Open checkout sessions whose webhook never came: asked about every 5
