@@ -69,7 +69,9 @@ func TestBlast(t *testing.T) {
 
 	st, err = loadgen.Blast(context.Background(), "x", loadgen.BlastConfig{
 		URL: srv.URL, Requests: []loadgen.LeanRequest{good}, Concurrency: 4, Duration: 300 * time.Millisecond,
-		OK: func(status int, body []byte) bool { return status == 200 && strings.Contains(string(body), `"filled":true`) },
+		OK: func(status int, body []byte) bool {
+			return status == 200 && strings.Contains(string(body), `"filled":true`)
+		},
 	})
 	require.NoError(t, err)
 	assert.Zero(t, st.Errors)
