@@ -8,9 +8,13 @@ import (
 )
 
 // Group commit: concurrent calls of Ledger.Post share transactions. A
-// committer goroutine takes every post that arrived while the previous
+// committer goroutine takes every post that arrived while its previous
 // transaction was in flight and applies them in one Apply, in arrival order,
-// with one commit (one fsync) for all. Each caller is answered only once the
+// with one commit (one fsync) for all. A store that makes progress on
+// several write transactions at once (WriteConcurrency) gets that many
+// committers; they lock accounts in id order like any transaction, and a
+// key two of them post at once is settled by the store's conflict retry, as
+// between any two transactions. Each caller is answered only once the
 // transaction holding its operation has committed (or failed).
 //
 // Apply already gives every operation of a batch its own outcome: one
@@ -31,6 +35,15 @@ import (
 // the request's stored answer, and a transaction of the committer could
 // wait for locks that unit holds. It posts directly, as PostBatch does.
 
+// WriteConcurrency is an optional interface of a Store: how many write
+// transactions make progress at once. PostgreSQL commits several at a time
+// (and flushes their WAL together), so its group commit keeps that many
+// shared transactions in flight; SQLite has one writer, and a Store
+// without the method gets one committer.
+type WriteConcurrency interface {
+	WriteConcurrency() int
+}
+
 // maxGroup bounds one shared transaction: its locks and its statements'
 // size stay small, and a caller waits for at most this many others.
 const maxGroup = 256
@@ -38,9 +51,9 @@ const maxGroup = 256
 // committer is the queue of a Ledger's group commit; the zero value is
 // ready.
 type committer struct {
-	mu      sync.Mutex
-	queue   []*posting
-	running bool // a committer goroutine is draining the queue
+	mu       sync.Mutex
+	queue    []*posting
+	inFlight int // committer goroutines draining the queue
 }
 
 // posting is one waiting call of Post.
@@ -65,8 +78,8 @@ func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
 	c := &l.group
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
-	if !c.running {
-		c.running = true
+	if c.inFlight < l.committers() {
+		c.inFlight++
 		go l.commitLoop()
 	}
 	c.mu.Unlock()
@@ -82,7 +95,15 @@ func (l *Ledger) Waiting() int {
 	return len(l.group.queue)
 }
 
-// commitLoop commits batches until the queue is empty.
+func (l *Ledger) committers() int {
+	if w, ok := l.Store.(WriteConcurrency); ok {
+		return max(1, w.WriteConcurrency())
+	}
+	return 1
+}
+
+// commitLoop commits batches until the queue is empty; up to committers()
+// run at once, each taking what waits when its transaction has ended.
 func (l *Ledger) commitLoop() {
 	c := &l.group
 	for {
@@ -90,7 +111,7 @@ func (l *Ledger) commitLoop() {
 		batch, rest := takeBatch(c.queue)
 		c.queue = rest
 		if len(batch) == 0 {
-			c.running = false
+			c.inFlight--
 			c.mu.Unlock()
 			return
 		}
