@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/xpromo/xpromo/server/txunit"
@@ -145,6 +146,18 @@ func (l *Ledger) commitBatch(batch []*posting) {
 	defer func() {
 		for _, p := range batch {
 			close(p.done)
+		}
+	}()
+	// A panic (a bug) fails the posts it left without an outcome, rather
+	// than the process from a goroutine no handler's recoverer watches; the
+	// store rolled its transaction back on the way.
+	defer func() {
+		if r := recover(); r != nil {
+			for _, p := range batch {
+				if p.err == nil && p.res.Operation.ID == "" {
+					p.err = fmt.Errorf("ledger: group commit panicked: %v", r)
+				}
+			}
 		}
 	}()
 	ops := make([]Operation, len(batch))
