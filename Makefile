@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak bench lint build conformance clean guide demo loadgen crashtest capi capi-test capi-windows mcp-conformance
+.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen crashtest capi capi-test capi-windows mcp-conformance
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -64,8 +64,22 @@ SOAK_OPS ?= 1000
 test-soak: ## the ledger's concurrent property test at 32 x SOAK_OPS operations per store
 	XPROMO_LEDGER_OPS=$(SOAK_OPS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestStore/ConcurrentRandomOperations' -v ./server/sqlite ./server/postgres | grep -E '^(ok|FAIL|---|panic)|workers|Error' 
 
-bench: ## benchmarks of the server (BENCH, BENCHTIME, BENCH_PKGS)
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 -timeout $(TEST_TIMEOUT) $(BENCH_PKGS)
+# This machine's own limits, measured in the same run as the figures set
+# beside them (BENCHMARKS.md): pgbench's single-row INSERT transactions/s
+# (8 clients) and 100-row batch rows/s on a scratch database of
+# XPROMO_TEST_DATABASE_URL's server, Go's hello-world HTTP rps under the lean
+# generator, the load average. Written to bin/ceilings.json as well.
+CEILINGS_TIME ?= 5s
+ceilings: ## this machine's ceilings: raw PostgreSQL INSERT rates (pgbench), hello-world HTTP rps, load average (CEILINGS_TIME)
+	@mkdir -p bin
+	@$(GO) build -o bin/ ./server/cmd/xpromo-ceilings
+	./bin/xpromo-ceilings -duration $(CEILINGS_TIME) -o bin/ceilings.json
+
+bench: ceilings ## benchmarks of the server (BENCH, BENCHTIME, BENCH_PKGS), each throughput beside its ceiling of the same run
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 -timeout $(TEST_TIMEOUT) $(BENCH_PKGS) \
+		| ./bin/xpromo-ceilings -annotate bin/ceilings.json
+	@echo "ceilings of this run (measured before the benchmarks): $$(tr -d ' \n' <bin/ceilings.json)"
+	@echo "load average after the benchmarks: $$(cut -d' ' -f1-3 /proc/loadavg)"
 
 lint: ## gofmt must have nothing to say; go vet over every module
 	@unformatted="$$(gofmt -l $(MODULES))"; \
@@ -103,8 +117,8 @@ demo: ## one paid install end to end (examples/desktop-app) against a fresh test
 # default every scenario for 10 s at concurrency 8) and stops the server.
 # SQLite in a temporary directory; LOADGEN_DATABASE_URL=postgres://… runs
 # on a fresh PostgreSQL database created (and dropped) on that server.
-loadgen: ## load test of fills, install claims and ledger reads over HTTP (LOADGEN_ARGS, LOADGEN_DATABASE_URL)
-	GO=$(GO) ./server/cmd/xpromo-loadgen/run.sh
+loadgen: ceilings ## load test of fills, install claims and ledger reads over HTTP (LOADGEN_ARGS, LOADGEN_DATABASE_URL), beside the ceilings of the same run
+	LOADGEN_CEILINGS=bin/ceilings.json GO=$(GO) ./server/cmd/xpromo-loadgen/run.sh
 
 # The crash test of the money paths (server/crashtest; docs/operations.md,
 # "Crash test"): builds xpromo-server and xpromo-crashtest into a temporary

@@ -11,28 +11,13 @@ import (
 	"github.com/xpromo/xpromo/server/ids"
 )
 
-// Ledger posts operations to a Store.
+// Ledger posts operations to a Store. Use it by pointer: it holds the
+// queue of its group commit (group.go).
 type Ledger struct {
 	Store Store
 	Now   func() time.Time // the injected clock
-}
 
-// Post applies one operation in its own transaction. Posting a key again
-// returns the first result with Replayed set, and writes nothing.
-func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
-	var res Result
-	err := l.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		results, errs, err := Apply(ctx, tx, l.Now(), []Operation{op})
-		if err != nil {
-			return err
-		}
-		if errs[0] != nil {
-			return errs[0]
-		}
-		res = results[0]
-		return nil
-	})
-	return res, err
+	group committer
 }
 
 // PostBatch applies many operations in one transaction, as TigerBeetle does

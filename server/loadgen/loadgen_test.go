@@ -37,30 +37,41 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 
 	ctx := context.Background()
 	op := xpromo.NewClient(ts.URL, xpromo.WithAdminToken(adminToken), xpromo.WithRetries(0))
-	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: 2, Advertisers: 2, TopUps: 2, ForwardedFor: true})
+	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: 2, FillPublishers: 3, Advertisers: 2, TopUps: 2, ForwardedFor: true})
 	require.NoError(t, err)
 	require.Len(t, f.Advertisers, 2)
 	// Each scenario that fills has publishers of its own: one scenario
 	// never spends another's fill budget (6,000 a minute per app).
 	seen := map[string]string{}
 	for _, sc := range []string{loadgen.ScenarioFill, loadgen.ScenarioClaim, loadgen.ScenarioMixed} {
-		require.Len(t, f.Fillers[sc], 2, sc)
+		want := 2
+		if sc == loadgen.ScenarioFill {
+			want = 3 // FillPublishers
+		}
+		require.Len(t, f.Fillers[sc], want, sc)
 		for _, p := range f.Fillers[sc] {
 			require.Empty(t, seen[p.ID], "publisher %s fills for %s and %s", p.ID, seen[p.ID], sc)
 			seen[p.ID] = sc
 		}
 	}
-	require.Len(t, f.Publishers, 6)
+	require.Len(t, f.Publishers, 7)
 	for id := range f.Advertisers {
 		a, err := op.AdminGetApp(ctx, id)
 		require.NoError(t, err)
 		assert.Equal(t, xpromo.AppStatusLive, a.Status, "the warm-up takes advertisers live")
 	}
 
-	for _, sc := range loadgen.Scenarios {
+	// The fill scenario twice: through the SDK's client, then the lean
+	// generator (pre-signed, serialized ahead, raw connections).
+	for _, sc := range append(loadgen.Scenarios, "fill/lean") {
 		t.Run(sc, func(t *testing.T) {
+			lean := sc == "fill/lean"
+			if lean {
+				sc = loadgen.ScenarioFill
+			}
 			r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
 				Scenario: sc, Duration: time.Second, Concurrency: 4, ClaimBatch: 40, LedgerPage: 5, ForwardedFor: true,
+				Lean: lean, BaseURL: ts.URL,
 			})
 			require.NoError(t, err)
 			assert.Positive(t, r.Requests)

@@ -48,3 +48,27 @@ func WriteJSON(w io.Writer, reports []*Report) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(reports)
 }
+
+// opCeiling is the ceiling each measured operation is set beside: reads
+// and fills against Go's hello-world HTTP rate, install claims (a write
+// transaction each) against raw single-row INSERT transactions.
+var opCeiling = map[string]string{OpFill: CeilingHTTP, OpLedger: CeilingHTTP, OpInstall: CeilingInsert}
+
+// WriteRatios writes each operation's throughput as a ratio to its
+// ceiling measured in the same run, and the ceilings.
+func WriteRatios(w io.Writer, reports []*Report, c *Ceilings) error {
+	fmt.Fprintf(w, "ceilings of this run (%s, load average %.2f %.2f %.2f on %d cores): pg_insert_tps %.0f, pg_batch100_rows_per_s %.0f, http_hello_rps %.0f (p99 %.2f ms)\n",
+		c.At.Format("2006-01-02 15:04:05Z"), c.LoadAverage[0], c.LoadAverage[1], c.LoadAverage[2], c.CPUs, c.PGInsertTPS, c.PGBatchRowsPerSec, c.HTTPHelloRPS, c.HTTPHelloP99Ms)
+	for _, r := range reports {
+		for _, o := range r.Ops {
+			name := opCeiling[o.Op]
+			if c.Of(name) <= 0 {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "%s %s: %.1f req/s = %.3f× %s\n", r.Scenario, o.Endpoint, o.Throughput, o.Throughput/c.Of(name), name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,9 +1,12 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -59,6 +62,12 @@ type RunConfig struct {
 	ClaimBatch int
 	// LedgerPage is the page size of the ledger reads.
 	LedgerPage int
+	// Lean sends the fill scenario's requests with the lean generator
+	// (Blast) instead of the SDK's client: pre-signed and serialized, so the
+	// client's own cost (JSON, the SDK's request building) stays off the
+	// cores the server shares. BaseURL is then the server's root URL.
+	Lean    bool
+	BaseURL string
 	// ForwardedFor sends a distinct X-Forwarded-For address per simulated
 	// device, so that the per-address install velocity rule (20 per hour)
 	// does not refuse the claims. The server must trust the load
@@ -93,7 +102,12 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 	var measured time.Duration
 	var err error
 	switch cfg.Scenario {
-	case ScenarioFill, ScenarioLedger:
+	case ScenarioFill:
+		if cfg.Lean {
+			return g.leanFill(ctx)
+		}
+		measured = g.measure(ctx, cfg.Duration, nil)
+	case ScenarioLedger:
 		measured = g.measure(ctx, cfg.Duration, nil)
 	case ScenarioClaim, ScenarioMixed:
 		measured, err = g.rounds(ctx)
@@ -328,6 +342,7 @@ type presigned struct {
 type signedFill struct {
 	req  xpromo.FillRequest
 	opts []xpromo.CallOption
+	addr string // the device's X-Forwarded-For address, if any
 }
 
 const (
@@ -344,7 +359,7 @@ func (p *presigned) next(g *generator) (signedFill, error) {
 		for _, pub := range g.f.Fillers[g.cfg.Scenario] {
 			for range devicesPerPublisher {
 				dev, opts := g.device()
-				f := signedFill{req: xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts: opts}
+				f := signedFill{req: xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts: opts, addr: dev.addr}
 				if err := f.req.Sign(pub.Key, now); err != nil {
 					return signedFill{}, err
 				}
@@ -354,6 +369,38 @@ func (p *presigned) next(g *generator) (signedFill, error) {
 		p.fills, p.signedAt = fills, now
 	}
 	return p.fills[p.n.Add(1)%uint64(len(p.fills))], nil
+}
+
+// leanFill runs the fill scenario with the lean generator: every request
+// of presigned (signed once: the run is shorter than presignedFor and the
+// fill scenario does not move the server's clock) serialized ahead.
+func (g *generator) leanFill(ctx context.Context) (*Report, error) {
+	if _, err := g.signed.next(g); err != nil {
+		return nil, err
+	}
+	reqs := make([]LeanRequest, len(g.signed.fills))
+	for i, f := range g.signed.fills {
+		body, err := json.Marshal(&f.req)
+		if err != nil {
+			return nil, err
+		}
+		h := http.Header{"Content-Type": {"application/json"}}
+		if f.addr != "" {
+			h.Set("X-Forwarded-For", f.addr)
+		}
+		reqs[i] = LeanRequest{Method: http.MethodPost, Path: "/v1/sdk/fill", Header: h, Body: body}
+	}
+	filled := []byte(`"filled":true`)
+	st, err := Blast(ctx, OpFill, BlastConfig{
+		URL: g.cfg.BaseURL, Requests: reqs, Concurrency: g.cfg.Concurrency, Duration: g.cfg.Duration,
+		OK: func(status int, body []byte) bool { return status == http.StatusOK && bytes.Contains(body, filled) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.Endpoint = Endpoints[OpFill]
+	return &Report{Scenario: ScenarioFill, Concurrency: g.cfg.Concurrency, MeasuredSec: g.cfg.Duration.Seconds(),
+		Ops: []OpStats{st}, Requests: st.Requests, Errors: st.Errors, Throughput: st.Throughput}, nil
 }
 
 // claim countersigns c now (unmeasured) and returns the measured request:

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,8 +50,13 @@ type Fixture struct {
 type SetupConfig struct {
 	// Publishers is how many publisher apps each scenario that fills gets
 	// of its own; each takes 6,000 fills a minute at most.
-	Publishers  int
-	Advertisers int
+	Publishers int
+	// FillPublishers, when larger, is how many the fill scenario gets: it
+	// alone runs near the server's limit, and at r fills/s for d seconds
+	// it needs r·d/6,000 publishers (FillPublishersFor) not to be refused
+	// for their budget before its end.
+	FillPublishers int
+	Advertisers    int
 	// Category is the rate-card category everything trades in; "" takes
 	// the rate card's first.
 	Category string
@@ -125,7 +131,11 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 		return a, nil
 	}
 	for _, sc := range fillingScenarios {
-		for i := range cfg.Publishers {
+		n := cfg.Publishers
+		if sc == ScenarioFill {
+			n = max(n, cfg.FillPublishers)
+		}
+		for i := range n {
 			a, err := register("pub"+sc, i, f.Category)
 			if err != nil {
 				return nil, err
@@ -176,6 +186,21 @@ func Setup(ctx context.Context, op *xpromo.Client, cfg SetupConfig) (*Fixture, e
 		return nil, fmt.Errorf("priming fill: %w", err)
 	}
 	return f, nil
+}
+
+// fillBudget is the server's per-app fill budget a minute
+// (httpapi.FillPolicy); MaxFillRate is the most fills a second the fill
+// scenario is sized for: some three times what a quiet 2-core machine
+// answers with the lean generator.
+const (
+	fillBudget  = 6000
+	MaxFillRate = 20_000
+)
+
+// FillPublishersFor is how many publishers a fill run of d needs so that
+// none spends its minute's budget at MaxFillRate fills a second.
+func FillPublishersFor(d time.Duration) int {
+	return int(math.Ceil(d.Seconds()*MaxFillRate/fillBudget)) + 1
 }
 
 // serverClock estimates the server's clock, which the test clock moves

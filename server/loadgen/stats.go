@@ -52,7 +52,10 @@ func (r *Recorder) Record(op string, d time.Duration, err error) {
 func ErrorCode(err error) string {
 	var e *xpromo.Error
 	var nf *noFillError
+	var st *statusError
 	switch {
+	case errors.As(err, &st):
+		return "http_" + strconv.Itoa(st.status)
 	case errors.As(err, &nf):
 		return "no_fill_" + nf.reason
 	case errors.As(err, &e) && e.Code != "":

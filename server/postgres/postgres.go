@@ -140,6 +140,16 @@ func (db *DB) Exec(ctx context.Context, query string) error {
 
 const maxAttempts = 10
 
+// ledgerCommitters is how many shared transactions the ledger's group
+// commit keeps in flight (ledger.WriteConcurrency): two overlap one batch's
+// round trips and WAL flush with the next's; more made smaller batches that
+// wait on each other's account locks, and measured slower on 2 cores
+// (BENCHMARKS.md).
+const ledgerCommitters = 2
+
+// WriteConcurrency implements ledger.WriteConcurrency.
+func (db *DB) WriteConcurrency() int { return ledgerCommitters }
+
 // InTx implements ledger.Store: fn runs in one READ COMMITTED transaction,
 // again (up to maxAttempts in all, with a short jittered backoff) when it
 // loses a race, a deadlock or a serialization failure, and right away after

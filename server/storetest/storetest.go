@@ -42,6 +42,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("VerifyDetectsTampering", func(t *testing.T) { testVerifyDetectsTampering(t, newHarness(t)) })
 	t.Run("ConcurrentReplayPostsOnce", func(t *testing.T) { testConcurrentReplay(t, newHarness(t)) })
 	t.Run("ConcurrentRandomOperations", func(t *testing.T) { testConcurrentRandom(t, newHarness(t)) })
+	t.Run("GroupCommitFailsAlone", func(t *testing.T) { testGroupCommitFailsAlone(t, newHarness(t)) })
+	t.Run("GroupCommitTransactionFailure", func(t *testing.T) { testGroupCommitTransactionFailure(t, newHarness(t)) })
 }
 
 // newLedger is a ledger on the harness's store whose clock the test moves by

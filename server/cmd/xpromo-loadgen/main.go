@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	duration := fs.Duration("duration", 10*time.Second, "measured time of each scenario")
 	concurrency := fs.Int("concurrency", 8, "concurrent workers")
 	rate := fs.Float64("rate", 0, "requests per second over all workers; 0: as fast as the server answers")
-	publishers := fs.Int("publishers", 4, "publisher apps to register for each scenario that fills (fill, claim, mixed); the server allows each 6,000 fills a minute, so a fill run of r fills/s needs at least r/100 of them")
+	publishers := fs.Int("publishers", 4, "publisher apps to register for each scenario that fills (fill, claim, mixed); the server allows each 6,000 fills a minute, so a fill run of r fills/s needs at least r/100 of them (see -fill-publishers)")
 	advertisers := fs.Int("advertisers", 4, "advertiser apps to register, each funded with a campaign")
 	topups := fs.Int("topups", 10, "test top-ups per advertiser (ledger lines for the ledger scenario)")
 	category := fs.String("category", "", "category everything trades in; empty: the rate card's first")
@@ -56,6 +56,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	page := fs.Int("ledger-page", 20, "page size of the ledger reads")
 	forwarded := fs.Bool("forwarded-for", true, "send a distinct X-Forwarded-For address per simulated device (the server must trust it: --trusted-proxies 127.0.0.1)")
 	asJSON := fs.Bool("json", false, "print the reports as JSON instead of a table")
+	lean := fs.Bool("lean", true, "send the fill scenario's requests with the lean generator (pre-signed, pre-serialized, raw keep-alive connections) rather than the SDK's client; ignored with -rate")
+	fillPubs := fs.Int("fill-publishers", 0, "publisher apps for the fill scenario; 0: enough for 20,000 fills/s over -duration (each app may fill 6,000 times a minute)")
+	ceilings := fs.String("ceilings", "", "a JSON file of xpromo-ceilings -o: print each throughput's ratio to its ceiling after the table")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -88,8 +91,19 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		xpromo.WithRetries(0),
 		xpromo.WithUserAgent("xpromo-loadgen"))
 
-	fmt.Fprintf(stderr, "xpromo-loadgen: setting up %d publishers per filling scenario and %d advertisers on %s...\n", *publishers, *advertisers, *baseURL)
-	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: *publishers, Advertisers: *advertisers, Category: *category, TopUps: *topups, ForwardedFor: *forwarded})
+	if *fillPubs == 0 {
+		*fillPubs = loadgen.FillPublishersFor(*duration)
+	}
+	fmt.Fprintf(stderr, "xpromo-loadgen: setting up %d publishers per filling scenario (fill: %d) and %d advertisers on %s...\n", *publishers, max(*publishers, *fillPubs), *advertisers, *baseURL)
+	var ceil *loadgen.Ceilings
+	if *ceilings != "" {
+		var err error
+		if ceil, err = loadgen.ReadCeilings(*ceilings); err != nil {
+			fmt.Fprintf(stderr, "xpromo-loadgen: %v\n", err)
+			return 2
+		}
+	}
+	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: *publishers, FillPublishers: *fillPubs, Advertisers: *advertisers, Category: *category, TopUps: *topups, ForwardedFor: *forwarded})
 	if err != nil {
 		fmt.Fprintf(stderr, "xpromo-loadgen: setup: %v\n", err)
 		return 1
@@ -101,6 +115,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
 			Scenario: name, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
 			ClaimBatch: *batch, LedgerPage: *page, ForwardedFor: *forwarded,
+			Lean: *lean && *rate == 0, BaseURL: *baseURL,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "xpromo-loadgen: %s: %v\n", name, err)
@@ -116,6 +131,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		err = loadgen.WriteJSON(stdout, reports)
 	} else {
 		err = loadgen.WriteTable(stdout, reports)
+	}
+	if err == nil && ceil != nil && !*asJSON {
+		err = loadgen.WriteRatios(stdout, reports, ceil)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "xpromo-loadgen: %v\n", err)

@@ -62,9 +62,17 @@ start_test_server "$work/bin/xpromo-server" "$work/server.log" --database-url="$
 echo "xpromo-server: test mode, $store, listening on http://$addr"
 echo "machine load: $(uptime)"
 
+# LOADGEN_CEILINGS (make loadgen measures them first: xpromo-ceilings -o):
+# each throughput is printed as a ratio to its ceiling of the same run.
+ceilings=()
+if [[ -n ${LOADGEN_CEILINGS:-} ]]; then
+	ceilings=(-ceilings "$LOADGEN_CEILINGS")
+fi
+
 status=0
 # shellcheck disable=SC2086 # LOADGEN_ARGS is a list of flags
-XPROMO_ADMIN_TOKEN=$token "$work/bin/xpromo-loadgen" -url "http://$addr" $args || status=$?
+XPROMO_ADMIN_TOKEN=$token "$work/bin/xpromo-loadgen" -url "http://$addr" "${ceilings[@]}" $args || status=$?
+echo "machine load after the run: $(uptime)"
 if ((status != 0)); then
 	echo >&2
 	echo "--- the server's log (last 40 lines but the access log) ---" >&2

@@ -70,6 +70,9 @@ type config struct {
 
 	// The vetting gate's counterparts (docs/gate.md, "Configuration").
 	Gate wire.GateConfig
+	// PprofAddr: a loopback address serving net/http/pprof (profiling
+	// under load, BENCHMARKS.md); empty: none.
+	PprofAddr string
 }
 
 // maxJobConcurrency bounds --job-concurrency: each running job may hold a
@@ -127,6 +130,7 @@ var settings = []setting{
 	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
 	{flag: "webhooks-allow-loopback", env: "XPROMO_WEBHOOKS_ALLOW_LOOPBACK", def: "false", usage: "test mode only: let webhook endpoints be on 127.0.0.1 and ::1 (any port), for a receiver on this machine; true or false (1 or 0)", serveOnly: true},
 	{flag: "mcp-allowed-origins", env: "XPROMO_MCP_ALLOWED_ORIGINS", def: "", usage: "comma-separated origins (scheme://host[:port], or *) of browser pages allowed to call /mcp, besides loopback ones and the base URL's; their hosts are accepted as Host too", serveOnly: true},
+	{flag: "pprof-addr", env: "XPROMO_PPROF_ADDR", def: "", usage: "loopback address (127.0.0.1:port) serving Go's profiler at /debug/pprof/ for profiling under load; empty: off", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 	// The vetting gate (docs/gate.md).
 	{flag: "gate-roots-file", env: "XPROMO_GATE_ROOTS_FILE", def: "", usage: "PEM file of the code-signing roots app downloads must chain to (Microsoft code-signing roots, Apple Root CA); empty: no real download is trusted (gate_untrusted_signer); required in live mode", serveOnly: true},
@@ -285,6 +289,13 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		}
 	}
 	cfg.IPToASNFile, cfg.DatacentersFile = get("ip2asn-file"), get("datacenters-file")
+	if cfg.PprofAddr = get("pprof-addr"); cfg.PprofAddr != "" {
+		// The profiler shows memory and goroutines: never off this machine.
+		host, _, err := net.SplitHostPort(cfg.PprofAddr)
+		if a, aerr := netip.ParseAddr(host); err != nil || aerr != nil || !a.IsLoopback() {
+			return cfg, usagef("%s: %q is not a loopback host:port", source["pprof-addr"], cfg.PprofAddr)
+		}
+	}
 	for v := range strings.SplitSeq(get("trusted-proxies"), ",") {
 		if v = strings.TrimSpace(v); v == "" {
 			continue

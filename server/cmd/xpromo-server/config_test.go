@@ -240,3 +240,15 @@ func TestConfigWebhooksLoopback(t *testing.T) {
 	_, err = parseConfig("serve", []string{"--mode", "live", "--webhooks-allow-loopback", "true"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	assert.ErrorContains(t, err, "test mode only")
 }
+
+// The profiler shows the process's memory: it listens on loopback only.
+func TestConfigPprofAddrLoopbackOnly(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"--pprof-addr", "127.0.0.1:6060"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:6060", cfg.PprofAddr)
+	for _, addr := range []string{"0.0.0.0:6060", ":6060", "example.com:6060", "6060"} {
+		_, err := parseConfig("serve", []string{"--pprof-addr", addr}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		var ue *usageError
+		assert.ErrorAs(t, err, &ue, addr)
+	}
+}

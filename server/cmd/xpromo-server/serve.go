@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -153,6 +154,22 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	// The job queue (vetting gate, scoring): jobs of the kinds with a handler.
 	background.Go(func() { built.RunJobs(bg) })
 	defer func() { stopBackground(); background.Wait() }()
+
+	if cfg.PprofAddr != "" {
+		pl, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			log.Error("cannot listen for the profiler", slog.String("addr", cfg.PprofAddr), slog.String("error", err.Error()))
+			return exitCode(exitFail)
+		}
+		defer pl.Close()
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(pl)
+		log.Info("profiler listening", slog.String("addr", pl.Addr().String()))
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

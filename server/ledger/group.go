@@ -1,0 +1,209 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/xpromo/xpromo/server/txunit"
+)
+
+// Group commit: concurrent calls of Ledger.Post share transactions. A
+// committer goroutine takes every post that arrived while its previous
+// transaction was in flight and applies them in one Apply, in arrival order,
+// with one commit (one fsync) for all. A store that makes progress on
+// several write transactions at once (WriteConcurrency) gets that many
+// committers; they lock accounts in id order like any transaction, and a
+// key two of them post at once is settled by the store's conflict retry, as
+// between any two transactions. Each caller is answered only once the
+// transaction holding its operation has committed (or failed).
+//
+// Apply already gives every operation of a batch its own outcome: one
+// refused by the rules (insufficient funds, a hold resolved twice, a key
+// reused) writes nothing and fails alone, and the others commit. A failure
+// of the transaction as a whole (a statement the database refused, a
+// commit that failed) is not pinned on anyone: the batch's operations are
+// then posted again one transaction each, so only the culprit fails.
+// Retrying is safe because operations are keyed: one whose first attempt
+// did commit after all replays.
+//
+// Apply's rule for a key repeated inside one batch (the repeat replays the
+// first) would differ from posting them one after the other when the first
+// fails, so a batch never holds a key twice: the repeat waits for the next.
+//
+// A post under a request's unit of work (package txunit) does not join the
+// committer: its operation must commit in the unit's own transaction, with
+// the request's stored answer, and a transaction of the committer could
+// wait for locks that unit holds. It posts directly, as PostBatch does.
+
+// WriteConcurrency is an optional interface of a Store: how many write
+// transactions make progress at once. PostgreSQL commits several at a time
+// (and flushes their WAL together), so its group commit keeps that many
+// shared transactions in flight; SQLite has one writer, and a Store
+// without the method gets one committer.
+type WriteConcurrency interface {
+	WriteConcurrency() int
+}
+
+// maxGroup bounds one shared transaction: its locks and its statements'
+// size stay small, and a caller waits for at most this many others.
+const maxGroup = 256
+
+// committer is the queue of a Ledger's group commit; the zero value is
+// ready.
+type committer struct {
+	mu       sync.Mutex
+	queue    []*posting
+	inFlight int // committer goroutines draining the queue
+}
+
+// posting is one waiting call of Post.
+type posting struct {
+	ctx  context.Context
+	op   Operation
+	res  Result
+	err  error
+	done chan struct{}
+}
+
+// Post applies one operation and commits it; concurrent posts share
+// transactions (group commit, above). Posting a key again returns the first
+// result with Replayed set, and writes nothing. Once its operation is in a
+// transaction, Post waits for that transaction's outcome even if ctx is
+// canceled, so that its answer always says what happened.
+func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
+	if txunit.From(ctx) != nil || txunit.Holding(ctx) {
+		return l.postAlone(ctx, op)
+	}
+	p := &posting{ctx: ctx, op: op, done: make(chan struct{})}
+	c := &l.group
+	c.mu.Lock()
+	c.queue = append(c.queue, p)
+	if c.inFlight < l.committers() {
+		c.inFlight++
+		go l.commitLoop()
+	}
+	c.mu.Unlock()
+	<-p.done
+	return p.res, p.err
+}
+
+// Waiting reports how many posts wait for the committer to take them into
+// a transaction (not those in the transaction in flight).
+func (l *Ledger) Waiting() int {
+	l.group.mu.Lock()
+	defer l.group.mu.Unlock()
+	return len(l.group.queue)
+}
+
+func (l *Ledger) committers() int {
+	if w, ok := l.Store.(WriteConcurrency); ok {
+		return max(1, w.WriteConcurrency())
+	}
+	return 1
+}
+
+// commitLoop commits batches until the queue is empty; up to committers()
+// run at once, each taking what waits when its transaction has ended.
+func (l *Ledger) commitLoop() {
+	c := &l.group
+	for {
+		c.mu.Lock()
+		batch, rest := takeBatch(c.queue)
+		c.queue = rest
+		if len(batch) == 0 {
+			c.inFlight--
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		l.commitBatch(batch)
+	}
+}
+
+// takeBatch splits the queue into the next batch (at most maxGroup posts,
+// no key twice, in arrival order; canceled callers answered and dropped)
+// and the posts left for later batches.
+func takeBatch(queue []*posting) (batch, rest []*posting) {
+	keys := map[string]bool{}
+	for _, p := range queue {
+		switch {
+		case p.ctx.Err() != nil:
+			p.err = p.ctx.Err() // never posted
+			close(p.done)
+		case len(batch) == maxGroup || keys[p.op.Key]:
+			rest = append(rest, p)
+		default:
+			keys[p.op.Key] = true
+			batch = append(batch, p)
+		}
+	}
+	return batch, rest
+}
+
+// commitBatch applies batch in one transaction and answers each caller.
+func (l *Ledger) commitBatch(batch []*posting) {
+	defer func() {
+		for _, p := range batch {
+			close(p.done)
+		}
+	}()
+	// A panic (a bug) fails the posts it left without an outcome, rather
+	// than the process from a goroutine no handler's recoverer watches; the
+	// store rolled its transaction back on the way.
+	defer func() {
+		if r := recover(); r != nil {
+			for _, p := range batch {
+				if p.err == nil && p.res.Operation.ID == "" {
+					p.err = fmt.Errorf("ledger: group commit panicked: %v", r)
+				}
+			}
+		}
+	}()
+	ops := make([]Operation, len(batch))
+	for i, p := range batch {
+		ops[i] = p.op
+	}
+	// The transaction belongs to no caller: one that goes away must not roll
+	// back the others. Its statements run under the first caller's values.
+	ctx := context.WithoutCancel(batch[0].ctx)
+	var results []Result
+	var errs []error
+	err := l.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		var e error
+		results, errs, e = Apply(ctx, tx, l.Now(), ops)
+		return e
+	})
+	if err == nil {
+		for i, p := range batch {
+			p.res, p.err = results[i], errs[i]
+		}
+		return
+	}
+	if len(batch) == 1 {
+		batch[0].err = err
+		return
+	}
+	// The transaction failed as a whole and wrote nothing: post each alone,
+	// in the same order, so that the failure stays with its cause.
+	for _, p := range batch {
+		p.res, p.err = l.postAlone(context.WithoutCancel(p.ctx), p.op)
+	}
+}
+
+// postAlone applies one operation in a transaction of its own.
+func (l *Ledger) postAlone(ctx context.Context, op Operation) (Result, error) {
+	var res Result
+	err := l.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		results, errs, err := Apply(ctx, tx, l.Now(), []Operation{op})
+		if err != nil {
+			return err
+		}
+		if errs[0] != nil {
+			return errs[0]
+		}
+		res = results[0]
+		return nil
+	})
+	return res, err
+}
