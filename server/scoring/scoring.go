@@ -176,8 +176,15 @@ type ReviewsEvidence struct {
 }
 
 type CoherenceEvidence struct {
-	Pairs   []coherence.Pair `json:"pairs"`
-	Skipped []string         `json:"skipped"`
+	Pairs   []PairEvidence `json:"pairs"`
+	Skipped []string       `json:"skipped"`
+}
+
+// PairEvidence is one comparison of the coherence signal (coherence.Pair).
+type PairEvidence struct {
+	Name   string `json:"name"`
+	Agree  bool   `json:"agree"`
+	Detail string `json:"detail"`
 }
 
 type BehaviorEvidence struct {
@@ -354,9 +361,12 @@ func (s *Service) score(ctx context.Context, f facts) (Result, bool) {
 		res.Evidence.Cadence.LastRelease = &t
 	}
 	res.Evidence.Reviews = ReviewsEvidence{Count: rev.Ratings.Count, Average: rev.Ratings.Average, StoreURL: rev.Ratings.StoreURL}
-	res.Evidence.Coherence = CoherenceEvidence{Pairs: coh.Pairs, Skipped: coh.Skipped}
-	if res.Evidence.Coherence.Pairs == nil {
-		res.Evidence.Coherence.Pairs = []coherence.Pair{}
+	res.Evidence.Coherence = CoherenceEvidence{Pairs: []PairEvidence{}, Skipped: coh.Skipped}
+	if coh.Skipped == nil {
+		res.Evidence.Coherence.Skipped = []string{}
+	}
+	for _, p := range coh.Pairs {
+		res.Evidence.Coherence.Pairs = append(res.Evidence.Coherence.Pairs, PairEvidence{Name: p.Name, Agree: p.Agree, Detail: p.Detail})
 	}
 	if res.Evidence.Coherence.Skipped == nil {
 		res.Evidence.Coherence.Skipped = []string{}
