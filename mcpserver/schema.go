@@ -203,11 +203,14 @@ func scoreSchema() schema {
 	score100 := func(desc string) schema {
 		return withDesc(schema{"type": "integer", "minimum": 0, "maximum": 100}, desc)
 	}
-	behavior := allRequired("Trading score; replaces reputation after 500 installs traded.", schema{
-		"retention_48h":  number(""),
-		"uninstall_rate": number(""),
-		"canary":         boolean(""),
-		"complaints":     number(""),
+	share := func(desc string) schema {
+		return withDesc(schema{"type": "number", "minimum": 0, "maximum": 1}, desc)
+	}
+	behavior := allRequired("Trading score; replaces reputation after 500 installs traded (as publisher or advertiser), from the latest scoring job.", schema{
+		"retention_48h":  share("Of the installs whose 48-72 h activation window closed, the share that sent a heartbeat in it."),
+		"uninstall_rate": share("Of those installs, the share that sent a heartbeat and then went silent before the window."),
+		"canary":         boolean("No canary check exists yet: always false, with canary_not_measured in reasons."),
+		"complaints":     withDesc(schema{"type": "number", "minimum": 0}, "Upheld complaints about the app."),
 	})
 	return allRequired("The app's status, vetting gate outcomes and score.", schema{
 		"status": appStatusSchema(),

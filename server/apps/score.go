@@ -55,7 +55,10 @@ func (r GateResult) passed() bool {
 // ScoringResult is the result a scoring job records.
 type ScoringResult struct {
 	Reputation xpromo.Reputation `json:"reputation"`
-	Reasons    []string          `json:"reasons"`
+	// Behavior is measured once the app has traded enough installs
+	// (server/scoring); null before.
+	Behavior *xpromo.Behavior `json:"behavior"`
+	Reasons  []string         `json:"reasons"`
 }
 
 var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -131,7 +134,7 @@ func scoreIn(ctx context.Context, tx Tx, appID string, now time.Time) (xpromo.Sc
 		if err := json.Unmarshal(j.Result, &r); err != nil {
 			return xpromo.Score{}, fmt.Errorf("apps: scoring job %s: unreadable result: %w", j.ID, err)
 		}
-		sc.Reputation = r.Reputation
+		sc.Reputation, sc.Behavior = r.Reputation, r.Behavior
 		reasons = append(reasons, r.Reasons...)
 	} else {
 		reasons = append(reasons, ReasonReputationPending)

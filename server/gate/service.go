@@ -115,6 +115,9 @@ type PackageEvidence struct {
 	Name      string   `json:"name,omitempty"`
 	Version   string   `json:"version,omitempty"`
 	Publisher string   `json:"publisher,omitempty"`
+	// FeedURL is the bundle's SUFeedURL (its Sparkle appcast), which the
+	// scoring job reads release cadence from.
+	FeedURL string `json:"feed_url,omitempty"`
 }
 
 type SignatureEvidence struct {
@@ -391,7 +394,7 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 	id, err := s.Reader.Read(ctx, f, d.Size)
 	if id != nil {
 		rep.evidence.Package = &PackageEvidence{Format: id.Format.String(), Platform: string(id.Platform), BundleIDs: id.BundleIDs,
-			Name: id.Name, Version: id.Version, Publisher: id.Publisher}
+			Name: id.Name, Version: id.Version, Publisher: id.Publisher, FeedURL: id.FeedURL}
 		if rep.evidence.Package.BundleIDs == nil {
 			rep.evidence.Package.BundleIDs = []string{}
 		}
@@ -580,6 +583,11 @@ func (s *Service) apply(ctx context.Context, tx Tx, job apps.Job, rep *report) e
 		return err
 	}
 	gateRejected := a.Status == xpromo.AppStatusRejected && gateOpen(a, h)
+	// The scoring job reads what the gate saw: a new result is scored now
+	// (queued first, so the score.updated below shows it).
+	if err := s.queueScoring(ctx, tx, a.ID); err != nil {
+		return err
+	}
 	if !gateOpen(a, h) {
 		// Decided by an operator (or trading): the result is recorded,
 		// nothing moves.
@@ -642,4 +650,20 @@ func (s *Service) queueJob(ctx context.Context, tx Tx, appID string, runAfter ti
 	j := apps.NewJob(appID, xpromo.JobGate, now)
 	j.RunAfter = runAfter.UTC().Truncate(time.Microsecond)
 	return j, tx.InsertJob(ctx, j)
+}
+
+// queueScoring queues a scoring job for appID now, unless one is queued to
+// run by now already.
+func (s *Service) queueScoring(ctx context.Context, tx Tx, appID string) error {
+	js, err := tx.AppJobs(ctx, appID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	for _, j := range js {
+		if j.Kind == xpromo.JobScoring && j.Status == xpromo.JobQueued && !j.RunAfter.After(now) {
+			return nil
+		}
+	}
+	return tx.InsertJob(ctx, apps.NewJob(appID, xpromo.JobScoring, now))
 }

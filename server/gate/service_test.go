@@ -278,6 +278,28 @@ func TestGateApprovesAfterTheContactAnswers(t *testing.T) {
 		assert.True(t, res.Evidence.Signature.Notarized)
 		assert.NotNil(t, res.Evidence.Domain.RegisteredAt)
 		assert.NotNil(t, res.Evidence.Contact.ExpiresAt)
+		assert.Equal(t, "https://app.example/appcast.xml", res.Evidence.Package.FeedURL, "the bundle's SUFeedURL, for the scoring job")
+		// Recording a result queued a scoring run, due now (besides the
+		// registration's, which no handler runs here).
+		var scoringDue int
+		require.NoError(t, w.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			js, err := tx.AppJobs(ctx, a.ID)
+			for _, j := range js {
+				if j.Kind == xpromo.JobScoring && j.Status == xpromo.JobQueued && !j.RunAfter.After(w.clock.Now()) {
+					scoringDue++
+				}
+			}
+			return err
+		}))
+		assert.Equal(t, 1, scoringDue, "the registration's scoring job is still due: no second one")
+		// A scorer runs it; the gate's next result queues another.
+		scorer := &jobs.Runner[storage.Tx]{Update: w.store.Update, Now: w.clock.Now, Holder: "scorer"}
+		scorer.Handle(xpromo.JobScoring, time.Minute, func(context.Context, apps.Job) (jobs.Outcome[storage.Tx], error) {
+			return jobs.Outcome[storage.Tx]{Result: json.RawMessage(`{"reputation":{"total":0,"ai_visibility":0,"cadence":0,"reviews":0,"coherence":0},"behavior":null,"reasons":[]}`)}, nil
+		})
+		n, err := scorer.RunDue(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
 
 		w.follow(a.ContactEmail)
 		assert.Contains(t, w.score(a.ID).Reasons, apps.ReasonGatePending, "the answer queued the gate at once")
@@ -288,6 +310,9 @@ func TestGateApprovesAfterTheContactAnswers(t *testing.T) {
 		assert.NotContains(t, sc.Reasons, contact.ReasonContactUnverified)
 		h := w.view(a.ID).History
 		assert.Equal(t, apps.StatusChange{AppID: a.ID, From: xpromo.AppStatusPending, To: xpromo.AppStatusApproved, Reason: gate.HistoryPassed, Actor: apps.ActorGate, At: h[len(h)-1].At}, h[len(h)-1])
+		n, err = scorer.RunDue(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "the approval's result queued a scoring run")
 
 		evs := w.scoreEvents(a.ID)
 		require.GreaterOrEqual(t, len(evs), 4, "registration, the first result, the queued re-check, the approval")

@@ -9,7 +9,7 @@
 // aivis (an OpenAI-compatible model asked about the app), appcast (release
 // cadence from a Sparkle / WinSparkle feed), storeratings (public store
 // ratings) and coherence (whether what the gate saw agrees with itself).
-// None of them is called by the scoring job yet (issue 15's next step).
+// The scoring job (server/scoring) reads them for every app.
 //
 // A signal that cannot be read is never given an invented number: it
 // contributes 0 to the total and its reason code is listed in the Score's

@@ -1,7 +1,7 @@
 // Package storage names what the server needs from a database as a whole.
 //
 // Each domain package (ledger, apps, market, payments, idempotency,
-// attribution, webhooks, jobs) declares the narrow Tx interface its
+// attribution, webhooks, jobs, scoring) declares the narrow Tx interface its
 // functions need; Tx here is their union, which the sqlite and postgres
 // stores implement with one transaction type. A
 // domain function that moves money takes an interface embedding both its own
@@ -27,6 +27,7 @@ import (
 	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/scoring"
 	"github.com/xpromo/xpromo/server/webhooks"
 )
 
@@ -41,6 +42,7 @@ type Tx interface {
 	attribution.Tx
 	webhooks.Tx
 	jobs.Tx
+	scoring.Tx
 	contact.Store
 	lifecycle.Tx
 }

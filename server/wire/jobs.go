@@ -9,8 +9,8 @@ import (
 )
 
 // jobRunner builds the job runner on the server's clock. Build registers
-// the vetting gate's handler on it (registerGate); scoring has none yet, so
-// its jobs stay queued.
+// the vetting gate's and the scoring job's handlers on it (registerGate,
+// registerScoring).
 func jobRunner(cfg Config, store storage.Store) *jobs.Runner[storage.Tx] {
 	holder := cfg.Instance
 	if holder == "" {

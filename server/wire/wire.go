@@ -139,6 +139,8 @@ type Config struct {
 
 	// Gate configures the vetting gate's checks (docs/gate.md).
 	Gate GateConfig
+	// Scoring configures the reputation signals (docs/reputation.md).
+	Scoring ScoringConfig
 }
 
 // Server is the assembled server: the HTTP API and what its background
@@ -236,8 +238,13 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if svc.Gate, err = gateService(cfg, store, svc.Apps); err != nil {
 		return nil, err
 	}
+	scorer, err := scoringService(cfg, store, svc.Apps)
+	if err != nil {
+		return nil, err
+	}
 	runner := jobRunner(cfg, store)
 	registerGate(cfg, runner, svc.Gate)
+	registerScoring(runner, scorer)
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
 	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Lifecycle: life, Jobs: runner, Clock: clock, cfg: cfg}, nil

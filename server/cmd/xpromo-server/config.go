@@ -73,6 +73,8 @@ type config struct {
 	// PprofAddr: a loopback address serving net/http/pprof (profiling
 	// under load, BENCHMARKS.md); empty: none.
 	PprofAddr string
+	// The reputation signals' sources (docs/reputation.md, "The scoring job").
+	Scoring wire.ScoringConfig
 }
 
 // maxJobConcurrency bounds --job-concurrency: each running job may hold a
@@ -148,6 +150,14 @@ var settings = []setting{
 	{flag: "gate-max-download", env: "XPROMO_GATE_MAX_DOWNLOAD", def: "1073741824", usage: "largest app download the gate fetches, in bytes (larger: gate_package_too_large)", serveOnly: true},
 	{flag: "gate-download-timeout", env: "XPROMO_GATE_DOWNLOAD_TIMEOUT", def: "10m", usage: "time limit of one download, redirects included (Go duration)", serveOnly: true},
 	{flag: "gate-job-budget", env: "XPROMO_GATE_JOB_BUDGET", def: "15m", usage: "time budget of one gate job (Go duration); more than the download timeout", serveOnly: true},
+	// The scoring job (docs/reputation.md).
+	{flag: "model-base-url", env: "XPROMO_MODEL_BASE_URL", def: "", usage: "OpenAI-compatible chat-completions API root asked about each app (AI visibility), e.g. https://api.openai.com/v1; empty: ai_visibility_unavailable (test mode: the sandbox answers for reserved names)", serveOnly: true},
+	{flag: "model", env: "XPROMO_MODEL", def: "", usage: "the model asked (\"model\" in the request); required with --model-base-url", serveOnly: true},
+	{flag: "model-api-key", env: "XPROMO_MODEL_API_KEY", def: "", usage: "API key sent to the model endpoint as a bearer token; empty: none (prefer the variable: flags show in ps)", serveOnly: true},
+	{flag: "model-no-json-mode", env: "XPROMO_MODEL_NO_JSON_MODE", def: "false", usage: "leave response_format out of the model requests, for servers that refuse it; true or false", serveOnly: true},
+	{flag: "store-lookup-url", env: "XPROMO_STORE_LOOKUP_URL", def: "", usage: "iTunes Search API root read for Mac App Store ratings; empty: https://itunes.apple.com", serveOnly: true},
+	{flag: "store-country", env: "XPROMO_STORE_COUNTRY", def: "us", usage: "the App Store storefront (two-letter country code) whose ratings are read", serveOnly: true},
+	{flag: "scoring-period", env: "XPROMO_SCORING_PERIOD", def: "168h", usage: "how often an app is re-scored (Go duration; next_review_at); a run with a counterpart down is followed after an hour", serveOnly: true},
 }
 
 // usageError is a bad command line or configuration: exit status 2.
@@ -350,6 +360,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	if err := gateConfig(&cfg, get, source); err != nil {
 		return cfg, err
 	}
+	if err := scoringConfig(&cfg, get, source); err != nil {
+		return cfg, err
+	}
 	if cfg.Mode == httpapi.ModeLive && cfg.AdminToken != "" && len(cfg.AdminToken) < minLiveAdminToken {
 		return cfg, usagef("%s: the admin token must be at least %d characters in live mode", source["admin-token"], minLiveAdminToken)
 	}
@@ -440,5 +453,29 @@ func gateConfig(cfg *config, get func(string) string, source map[string]string) 
 	if g.Budget <= g.DownloadTimeout {
 		return usagef("%s: the gate job's budget (%s) must be longer than the download timeout (%s)", source["gate-job-budget"], g.Budget, g.DownloadTimeout)
 	}
+	return nil
+}
+
+// scoringConfig reads the reputation signals' settings.
+func scoringConfig(cfg *config, get func(string) string, source map[string]string) error {
+	c := &cfg.Scoring
+	c.ModelBaseURL, c.Model, c.ModelAPIKey = get("model-base-url"), get("model"), get("model-api-key")
+	if (c.ModelBaseURL == "") != (c.Model == "") {
+		return usagef("%s and %s: a model endpoint needs both its base URL and the model's name", source["model-base-url"], source["model"])
+	}
+	noJSON, err := strconv.ParseBool(get("model-no-json-mode"))
+	if err != nil {
+		return usagef("%s: %q is not true or false", source["model-no-json-mode"], get("model-no-json-mode"))
+	}
+	c.ModelNoJSONMode = noJSON
+	c.StoreBaseURL, c.StoreCountry = get("store-lookup-url"), strings.ToLower(get("store-country"))
+	if len(c.StoreCountry) != 2 {
+		return usagef("%s: %q is not a two-letter country code", source["store-country"], get("store-country"))
+	}
+	d, err := time.ParseDuration(get("scoring-period"))
+	if err != nil || d < time.Hour {
+		return usagef("%s: %q is not a duration of at least an hour (e.g. 168h)", source["scoring-period"], get("scoring-period"))
+	}
+	c.Period = d
 	return nil
 }

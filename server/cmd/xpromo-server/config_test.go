@@ -33,7 +33,7 @@ func TestConfigDefaults(t *testing.T) {
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
 		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4,
-		Gate: defaultGate,
+		Gate: defaultGate, Scoring: defaultScoring,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
 }
@@ -42,6 +42,26 @@ func TestConfigDefaults(t *testing.T) {
 // counterpart but RDAP through IANA's bootstrap file.
 var defaultGate = wire.GateConfig{SMTP: contact.SMTPConfig{TLS: contact.TLSStartTLS},
 	MaxDownloadBytes: 1 << 30, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: 10 * time.Minute, Budget: 15 * time.Minute}
+
+// defaultScoring is the scoring job's configuration with no setting given:
+// no model, Apple's lookup for the US storefront, a weekly review.
+var defaultScoring = wire.ScoringConfig{StoreCountry: "us", Period: 7 * 24 * time.Hour}
+
+// The scoring job's settings: read and checked.
+func TestConfigScoring(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"--model-base-url", "http://127.0.0.1:11434/v1", "--model", "llama3.1", "--store-country", "DE", "--scoring-period", "24h", "--model-no-json-mode", "true"},
+		envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, wire.ScoringConfig{ModelBaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", ModelNoJSONMode: true, StoreCountry: "de", Period: 24 * time.Hour}, cfg.Scoring)
+	for _, args := range [][]string{
+		{"--model-base-url", "https://api.openai.com/v1"}, {"--model", "gpt-4o-mini"}, {"--store-country", "usa"},
+		{"--scoring-period", "5m"}, {"--scoring-period", "weekly"}, {"--model-no-json-mode", "maybe"},
+	} {
+		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		var u *usageError
+		assert.ErrorAs(t, err, &u, "%v", args)
+	}
+}
 
 // The gate's settings: read, checked, and live mode's requirements named.
 func TestConfigGate(t *testing.T) {
@@ -85,7 +105,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
 		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4,
-		Gate: defaultGate,
+		Gate: defaultGate, Scoring: defaultScoring,
 	}, cfg)
 }
 

@@ -101,6 +101,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
 		JobConcurrency:        cfg.JobConcurrency,
 		Gate:                  cfg.Gate,
+		Scoring:               cfg.Scoring,
 	}
 	if cfg.PreviousOfferSecret != "" {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}

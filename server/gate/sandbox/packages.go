@@ -7,6 +7,7 @@ import (
 	"crypto"
 	"encoding/binary"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -121,6 +122,9 @@ func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
 		"CFBundleVersion":               "1",
 		"CFBundleInfoDictionaryVersion": "6.0",
 		"LSMinimumSystemVersion":        "11.0",
+		// The appcast the scoring job reads release cadence from, answered
+		// by the reputation sandbox (server/reputation/sandbox).
+		"SUFeedURL": FeedURL(bundleID),
 	}, plist.XMLFormat, "\t")
 	if err != nil {
 		return nil, err
@@ -299,4 +303,10 @@ func (c *packageCache) get(k packageKey, build func() ([]byte, error)) ([]byte, 
 	c.m[k] = b
 	c.order = append(c.order, k)
 	return b, nil
+}
+
+// FeedURL is the SUFeedURL of the sandbox's macOS package for bundleID: a
+// reserved host, whose appcast the reputation sandbox serves.
+func FeedURL(bundleID string) string {
+	return "https://appcast.example.com/" + url.PathEscape(bundleID) + ".xml"
 }
