@@ -20,6 +20,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/gate/contact"
+	"github.com/xpromo/xpromo/server/gate/gatetest"
 )
 
 const verifyURL = "https://api.xpromo.test/v1/contact/verify?lang=en"
@@ -29,7 +30,7 @@ var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 type fixture struct {
 	svc   *contact.Service
 	sink  *sink
-	store *memStore
+	store *gatetest.Challenges
 	clock *clocktest.Clock
 }
 
@@ -49,7 +50,7 @@ func newFixture(t testing.TB) *fixture {
 }
 
 func newFixtureWith(t testing.TB, snk *sink, mailer contact.Mailer) *fixture {
-	f := &fixture{sink: snk, store: &memStore{}, clock: clocktest.New(start)}
+	f := &fixture{sink: snk, store: &gatetest.Challenges{}, clock: clocktest.New(start)}
 	svc, err := contact.New(contact.Config{
 		Store: f.store, Mailer: mailer, VerifyURL: verifyURL, Product: "xpromo (test)", Now: f.clock.Now,
 	})
@@ -139,7 +140,8 @@ func TestFollowTheLinkFromTheReceivedEmail(t *testing.T) {
 	assert.Len(t, in.Token, 43, "32 random bytes, base64url")
 
 	// Neither the token nor the code is stored.
-	stored := f.store.challenges[0]
+	stored, err := f.store.LatestChallenge(ctx, "app_1")
+	require.NoError(t, err)
 	assert.NotContains(t, string(stored.TokenHash), in.Token)
 	assert.NotContains(t, string(stored.CodeHash), in.Code)
 
@@ -446,7 +448,7 @@ func TestConfigIsChecked(t *testing.T) {
 	mailer, err := contact.NewSMTPMailer(contact.SMTPConfig{Host: "smtp.test", From: "verify@xpromo.test"})
 	require.NoError(t, err)
 	for _, u := range []string{"", "/verify", "javascript:alert(1)", "ftp://x/verify"} {
-		_, err := contact.New(contact.Config{Store: &memStore{}, Mailer: mailer, VerifyURL: u})
+		_, err := contact.New(contact.Config{Store: &gatetest.Challenges{}, Mailer: mailer, VerifyURL: u})
 		assert.Error(t, err, u)
 	}
 	_, err = contact.New(contact.Config{Mailer: mailer, VerifyURL: verifyURL})

@@ -1,12 +1,12 @@
 package contact_test
 
-// Test counterparts: a real SMTP server (github.com/emersion/go-smtp) that
-// keeps what it receives, and an in-memory contact.Store. Both exist for
-// the tests only; the server's stores implement contact.Store for real.
+// The test counterpart of the mail system: a real SMTP server
+// (github.com/emersion/go-smtp) that keeps what it receives, with the
+// authentication and TLS options these tests need. The in-memory
+// contact.Store is gatetest.Challenges; the server's stores implement
+// contact.Store for real.
 
 import (
-	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,8 +25,6 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
-
-	"github.com/xpromo/xpromo/server/gate/contact"
 )
 
 // received is one message as the sink got it.
@@ -175,80 +173,4 @@ func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}
-
-// memStore is an in-memory contact.Store for these tests only.
-type memStore struct {
-	mu         sync.Mutex
-	challenges []contact.Challenge // in insertion (= creation) order
-}
-
-var _ contact.Store = (*memStore)(nil)
-
-func (m *memStore) InsertChallenge(_ context.Context, c contact.Challenge) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.challenges = append(m.challenges, c)
-	return nil
-}
-
-func (m *memStore) ChallengeByTokenHash(_ context.Context, h []byte) (contact.Challenge, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, c := range m.challenges {
-		if bytes.Equal(c.TokenHash, h) {
-			return c, nil
-		}
-	}
-	return contact.Challenge{}, contact.ErrNotFound
-}
-
-func (m *memStore) LatestChallenge(_ context.Context, subject string) (contact.Challenge, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := len(m.challenges) - 1; i >= 0; i-- {
-		if m.challenges[i].Subject == subject {
-			return m.challenges[i], nil
-		}
-	}
-	return contact.Challenge{}, contact.ErrNotFound
-}
-
-func (m *memStore) ChallengesSince(_ context.Context, subject string, since time.Time) ([]time.Time, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []time.Time
-	for _, c := range m.challenges {
-		if c.Subject == subject && c.CreatedAt.After(since) {
-			out = append(out, c.CreatedAt)
-		}
-	}
-	return out, nil
-}
-
-func (m *memStore) ConsumeChallenge(_ context.Context, id string, at time.Time) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := range m.challenges {
-		if m.challenges[i].ID == id {
-			if !m.challenges[i].UsedAt.IsZero() {
-				return false, nil
-			}
-			m.challenges[i].UsedAt = at
-			return true, nil
-		}
-	}
-	return false, contact.ErrNotFound
-}
-
-func (m *memStore) AddCodeAttempt(_ context.Context, id string) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := range m.challenges {
-		if m.challenges[i].ID == id {
-			m.challenges[i].CodeAttempts++
-			return m.challenges[i].CodeAttempts, nil
-		}
-	}
-	return 0, contact.ErrNotFound
 }
