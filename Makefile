@@ -53,7 +53,7 @@ run: ## run xpromo-server on 127.0.0.1:8080 with embedded SQLite in ./data
 test: ## every test of every module, with -race, on SQLite and PostgreSQL, the ledger soak, the C ABI's tests and its Windows DLL
 	@if [ -z "$(PKGS)" ]; then echo "no packages to test"; exit 0; fi
 	@bash scripts/test-deps.sh
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	XPROMO_TEST_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory test-soak
 	@$(MAKE) --no-print-directory capi-test capi-windows
 

@@ -27,6 +27,7 @@ import (
 	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 	"github.com/xpromo/xpromo/server/wire"
@@ -531,13 +532,8 @@ func TestX402OfficialTypeScriptClient(t *testing.T) {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	require.NoError(t, err)
 	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "tools", "x402ts")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "x402-fetch")); err != nil {
-		t.Skipf("the x402 TypeScript client is not installed: npm ci --prefix %s (scripts/test-deps.sh does it)", dir)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
+	testtool.File(t, filepath.Join(dir, "node_modules", "x402-fetch"), "the x402 TypeScript client: npm ci --prefix "+dir+"; scripts/test-deps.sh does it")
+	node := testtool.Command(t, "node", "Debian: apt-get install nodejs")
 	f := newX402(t, storagetest.SQLite(t), "")
 	k := make([]byte, 32)
 	_, err = rand.Read(k)

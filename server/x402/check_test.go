@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	wire "github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 	"github.com/xpromo/xpromo/server/x402"
 	"github.com/xpromo/xpromo/server/x402/x402test"
 )
@@ -217,13 +217,8 @@ func TestDevUSDCIsBuiltFromItsSource(t *testing.T) {
 	out, err := exec.Command("go", "env", "GOWORK").Output()
 	require.NoError(t, err)
 	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "tools", "devchain", "token")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "solc")); err != nil {
-		t.Skipf("solcjs is not installed: npm ci --prefix %s (scripts/test-deps.sh does it)", dir)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
+	testtool.File(t, filepath.Join(dir, "node_modules", "solc"), "solcjs: npm ci --prefix "+dir+"; scripts/test-deps.sh does it")
+	node := testtool.Command(t, "node", "Debian: apt-get install nodejs")
 	cmd := exec.Command(node, "build.js", "--check")
 	cmd.Dir = dir
 	msg, err := cmd.CombinedOutput()

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/server/gate/clamav"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // eicar is the EICAR anti-virus test file: harmless, and detected by
@@ -40,17 +41,8 @@ const streamMaxLength = 1 << 20
 
 func startClamd(t *testing.T) *clamd {
 	t.Helper()
-	bin, err := exec.LookPath("clamd")
-	if err != nil {
-		bin = "/usr/sbin/clamd" // Debian's, often not on a user's PATH
-		if _, err := os.Stat(bin); err != nil {
-			const msg = "clamd is not installed (Debian: apt-get install clamav-daemon)"
-			if os.Getenv("XPROMO_TEST_REQUIRE_CLAMD") != "" {
-				t.Fatal(msg + ", and XPROMO_TEST_REQUIRE_CLAMD is set")
-			}
-			t.Skip(msg + "; skipping the tests against a real clamd")
-		}
-	}
+	// /usr/sbin/clamd: Debian's, often not on a user's PATH.
+	bin := testtool.Command(t, "clamd", "Debian: apt-get install clamav-daemon", "/usr/sbin/clamd")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "db")
 	require.NoError(t, os.Mkdir(db, 0o755))

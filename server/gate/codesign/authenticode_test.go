@@ -12,15 +12,14 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // The PE fixtures are signed by the real tool publishers use on Linux,
 // osslsigncode, with certificates made here. CI installs it (.ci/run).
 func needOsslsigncode(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("osslsigncode"); err != nil {
-		t.Skip("osslsigncode is not installed (Debian: apt-get install osslsigncode); the Authenticode tests need it to sign their fixtures")
-	}
+	testtool.Command(t, "osslsigncode", "Debian: apt-get install osslsigncode; the Authenticode tests sign their fixtures with it")
 }
 
 type pki struct {

@@ -36,6 +36,7 @@ import (
 	"github.com/xpromo/xpromo/server/gate/clamav"
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // EICAR is the anti-virus test file: harmless, detected by agreement.
@@ -47,7 +48,7 @@ var ErrNoClamd = errors.New("clamd is not installed (Debian: apt-get install cla
 // Clamd starts clamd on a loopback TCP port with a database of two EICAR
 // signatures and returns its address (tcp://127.0.0.1:port); it stops with
 // the test. Without clamd the test is skipped, or fails when
-// XPROMO_TEST_REQUIRE_CLAMD is set (CI).
+// XPROMO_TEST_REQUIRE_TOOLS is set (make test, CI).
 func Clamd(t testing.TB) string {
 	t.Helper()
 	addr, stop, err := StartClamd()
@@ -56,13 +57,13 @@ func Clamd(t testing.TB) string {
 	return addr
 }
 
-// NeedClamd skips (or, with XPROMO_TEST_REQUIRE_CLAMD, fails) the test when
+// NeedClamd skips (or, with XPROMO_TEST_REQUIRE_TOOLS, fails) the test when
 // err is ErrNoClamd, and fails it on any other error.
 func NeedClamd(t testing.TB, err error) {
 	t.Helper()
 	switch {
-	case errors.Is(err, ErrNoClamd) && os.Getenv("XPROMO_TEST_REQUIRE_CLAMD") == "":
-		t.Skip(err.Error() + "; skipping the tests against a real clamd")
+	case errors.Is(err, ErrNoClamd):
+		testtool.Missing(t, "%v", err)
 	case err != nil:
 		t.Fatal(err)
 	}
@@ -409,9 +410,7 @@ func PE(t testing.TB, bundleID string, signer *fixture.Cert) []byte {
 	if signer == nil {
 		return exe
 	}
-	if _, err := exec.LookPath("osslsigncode"); err != nil {
-		t.Skip("osslsigncode is not installed (Debian: apt-get install osslsigncode); needed to sign the PE fixture")
-	}
+	testtool.Command(t, "osslsigncode", "Debian: apt-get install osslsigncode; it signs the PE fixture")
 	dir := t.TempDir()
 	certs, key := signer.WritePEM(dir)
 	in, out := filepath.Join(dir, "in.exe"), filepath.Join(dir, "out.exe")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // These tests hold the MSI reader (and the MSI fixture writer) against an
@@ -34,9 +35,7 @@ const helloWXS = `<?xml version="1.0" encoding="utf-8"?>
 
 func need(t *testing.T, tool string) {
 	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		t.Skipf("%s is not installed (Debian: apt-get install wixl msitools); this test checks the MSI reader against it", tool)
-	}
+	testtool.Command(t, tool, "Debian: apt-get install wixl msitools; this test checks the MSI reader against it")
 }
 
 func TestMSIBuiltByWixl(t *testing.T) {

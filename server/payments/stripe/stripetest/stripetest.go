@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stripe/stripe-go/v85/webhook"
+
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // Fake is a stateful Stripe API on an httptest server.
@@ -245,7 +247,7 @@ func SignedEvent(t testing.TB, id, typ string, obj map[string]any, secret string
 // StartMock starts stripe-mock on a free loopback port and returns its
 // HTTP base URL. It skips the test when stripe-mock is not installed
 // (`go install github.com/stripe/stripe-mock@v0.203.0`), unless
-// XPROMO_TEST_REQUIRE_STRIPE_MOCK is set (CI), where it fails.
+// XPROMO_TEST_REQUIRE_TOOLS is set (make test, CI), where it fails.
 func StartMock(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("stripe-mock")
@@ -259,11 +261,7 @@ func StartMock(t testing.TB) string {
 		}
 	}
 	if err != nil {
-		msg := "stripe-mock is not installed: go install github.com/stripe/stripe-mock@v0.203.0 (scripts/test-deps.sh does)"
-		if os.Getenv("XPROMO_TEST_REQUIRE_STRIPE_MOCK") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testtool.Missing(t, "stripe-mock is not installed: go install github.com/stripe/stripe-mock@v0.203.0 (scripts/test-deps.sh does)")
 	}
 	httpAddr, httpsAddr := freePort(t), freePort(t)
 	cmd := exec.Command(bin, "-http-addr", httpAddr, "-https-addr", httpsAddr)
