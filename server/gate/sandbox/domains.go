@@ -27,8 +27,11 @@ const rdapBase = "https://rdap.sandbox.invalid/"
 func (s *Sandbox) Domains(next gate.DomainChecker) gate.DomainChecker {
 	c, err := rdap.New(rdap.Config{
 		BaseURL: rdapBase,
-		HTTP:    &http.Client{Transport: handlerTransport{rdapServer{now: s.now}}, Timeout: 10 * time.Second},
-		Now:     s.now,
+		// Not server/outbound: this transport hands the request to the
+		// in-memory RDAP handler and never opens a socket, so there is no
+		// address to guard. Non-reserved names never reach it (next does).
+		HTTP: &http.Client{Transport: handlerTransport{rdapServer{now: s.now}}, Timeout: 10 * time.Second},
+		Now:  s.now,
 	})
 	if err != nil {
 		panic(err) // rdapBase is a constant absolute URL

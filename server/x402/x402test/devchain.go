@@ -113,7 +113,9 @@ func Start(t testing.TB, funds ...string) *Devchain {
 	return d
 }
 
-// Chain is a client of the devchain's JSON-RPC.
+// Chain is a client of the devchain's JSON-RPC, for the test's own reads
+// (balances). It is the test's client, not the server's, so it is not
+// server/outbound: the server's chain client is built by wire with it.
 func (d *Devchain) Chain() *x402.Chain {
 	return &x402.Chain{URL: d.RPC, HTTP: http.DefaultClient}
 }
