@@ -186,6 +186,8 @@ func x402Config(cfg Config) (payments.X402Config, error) {
 	if !test && cfg.X402Facilitator == "" {
 		return c, errors.New("live mode needs an x402 facilitator URL (--x402-facilitator-url) to settle x402 top-ups")
 	}
+	// Loopback in test mode only: these URLs are the operator's settings,
+	// never a caller's, and a developer runs x402-devchain on 127.0.0.1.
 	client := outbound.New(outbound.Options{Timeout: x402Timeout, RequireHTTPS: !test, TestOnlyAllowLoopback: test})
 	if cfg.X402Facilitator != "" {
 		c.Facilitator = &x402.Facilitator{URL: cfg.X402Facilitator, HTTP: client}
