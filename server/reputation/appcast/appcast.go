@@ -30,9 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -154,29 +152,12 @@ func ReasonFor(err error) string {
 }
 
 func (c *Client) fetch(ctx context.Context, feedURL string) ([]byte, error) {
-	u, err := url.Parse(feedURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("%w: %q is not an absolute http(s) URL", ErrUnavailable, feedURL)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, feedURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	req.Header.Set("Accept", "application/rss+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.1")
-	resp, err := c.cfg.HTTP.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s answered %d", ErrUnavailable, u.Redacted(), resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxFeedBytes+1))
-	if errors.Is(err, outbound.ErrResponseTooLarge) || len(body) > MaxFeedBytes {
+	body, err := outbound.Get(ctx, c.cfg.HTTP, feedURL, "application/rss+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.1", MaxFeedBytes)
+	switch {
+	case errors.Is(err, outbound.ErrResponseTooLarge):
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, MaxFeedBytes)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading %s: %w", ErrUnavailable, u.Redacted(), err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return body, nil
 }

@@ -35,7 +35,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -177,25 +176,9 @@ func Score(count int, average float64) int {
 }
 
 func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	req.Header.Set("Accept", "application/json, text/javascript;q=0.9")
-	resp, err := c.cfg.HTTP.Do(req)
+	body, err := outbound.Get(ctx, c.cfg.HTTP, u, "application/json, text/javascript;q=0.9", maxAnswerBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s answered %d", ErrUnavailable, u, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading the answer: %w", ErrUnavailable, err)
-	}
-	if len(body) > maxAnswerBytes {
-		return nil, fmt.Errorf("%w: answer larger than %d bytes", ErrUnavailable, maxAnswerBytes)
 	}
 	return body, nil
 }
