@@ -204,6 +204,29 @@ func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, 
 // domains queue follow-up jobs with it, changing RunAfter).
 func NewJob(appID string, kind xpromo.JobKind, now time.Time) Job { return newJob(appID, kind, now) }
 
+// QueueJob queues, inside tx, a job of kind for appID to run at runAfter
+// (now if that has passed), unless one of that kind is already queued to
+// run by then: that one is returned instead. The gate's re-checks and
+// follow-ups and the scoring job's next review all queue through it, so an
+// app never piles up duplicate jobs.
+func QueueJob(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, runAfter, now time.Time) (Job, error) {
+	js, err := tx.AppJobs(ctx, appID)
+	if err != nil {
+		return Job{}, err
+	}
+	for i := len(js) - 1; i >= 0; i-- {
+		if j := js[i]; j.Kind == kind && j.Status == xpromo.JobQueued && !j.RunAfter.After(runAfter) {
+			return j, nil
+		}
+	}
+	if runAfter.Before(now) {
+		runAfter = now
+	}
+	j := newJob(appID, kind, now)
+	j.RunAfter = runAfter.UTC().Truncate(time.Microsecond)
+	return j, tx.InsertJob(ctx, j)
+}
+
 func newJob(appID string, kind xpromo.JobKind, now time.Time) Job {
 	return Job{ID: ids.New("job"), AppID: appID, Kind: kind, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now}
 }

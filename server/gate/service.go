@@ -634,36 +634,12 @@ func (s *Service) queue(ctx context.Context, tx Tx, appID string, runAfter time.
 }
 
 func (s *Service) queueJob(ctx context.Context, tx Tx, appID string, runAfter time.Time) (apps.Job, error) {
-	js, err := tx.AppJobs(ctx, appID)
-	if err != nil {
-		return apps.Job{}, err
-	}
-	for i := len(js) - 1; i >= 0; i-- {
-		if j := js[i]; j.Kind == xpromo.JobGate && j.Status == xpromo.JobQueued && !j.RunAfter.After(runAfter) {
-			return j, nil
-		}
-	}
-	now := s.now()
-	if runAfter.Before(now) {
-		runAfter = now
-	}
-	j := apps.NewJob(appID, xpromo.JobGate, now)
-	j.RunAfter = runAfter.UTC().Truncate(time.Microsecond)
-	return j, tx.InsertJob(ctx, j)
+	return apps.QueueJob(ctx, tx, appID, xpromo.JobGate, runAfter, s.now())
 }
 
 // queueScoring queues a scoring job for appID now, unless one is queued to
-// run by now already.
+// run by now already: reputation reads what the gate just recorded.
 func (s *Service) queueScoring(ctx context.Context, tx Tx, appID string) error {
-	js, err := tx.AppJobs(ctx, appID)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	for _, j := range js {
-		if j.Kind == xpromo.JobScoring && j.Status == xpromo.JobQueued && !j.RunAfter.After(now) {
-			return nil
-		}
-	}
-	return tx.InsertJob(ctx, apps.NewJob(appID, xpromo.JobScoring, now))
+	_, err := apps.QueueJob(ctx, tx, appID, xpromo.JobScoring, s.now(), s.now())
+	return err
 }

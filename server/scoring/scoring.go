@@ -433,7 +433,7 @@ func (s *Service) apply(ctx context.Context, tx Tx, job apps.Job, res Result, so
 		if soon {
 			next = s.now().Add(orDefault(s.RetrySoon, DefaultRetrySoon))
 		}
-		if err := queue(ctx, tx, a.ID, next, s.now()); err != nil {
+		if _, err := apps.QueueJob(ctx, tx, a.ID, xpromo.JobScoring, next, s.now()); err != nil {
 			return err
 		}
 	}
@@ -458,24 +458,4 @@ func sameScore(a, b apps.ScoringResult) bool {
 		return false
 	}
 	return a.Behavior == nil || *a.Behavior == *b.Behavior
-}
-
-// queue queues a scoring job for appID at runAfter (not before now),
-// unless one is already queued to run by then.
-func queue(ctx context.Context, tx apps.Tx, appID string, runAfter, now time.Time) error {
-	js, err := tx.AppJobs(ctx, appID)
-	if err != nil {
-		return err
-	}
-	for _, j := range js {
-		if j.Kind == xpromo.JobScoring && j.Status == xpromo.JobQueued && !j.RunAfter.After(runAfter) {
-			return nil
-		}
-	}
-	if runAfter.Before(now) {
-		runAfter = now
-	}
-	j := apps.NewJob(appID, xpromo.JobScoring, now)
-	j.RunAfter = runAfter.UTC().Truncate(time.Microsecond)
-	return tx.InsertJob(ctx, j)
 }
