@@ -343,7 +343,7 @@ type Service struct {
 
 	fills    fillCounter
 	canaries canaryCounter
-	cache appCache
+	cache    appCache
 }
 
 // now is the clock at the precision both stores keep.
