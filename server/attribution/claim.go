@@ -182,7 +182,9 @@ func (s *Service) verifyClick(ctx context.Context, raw string, now time.Time) (*
 // (offer MAC, the publisher's registered SDK key, signature, times) and
 // inserts the chain, clicked, under the offer's nonce. Reporting the same
 // token again returns its chain (replayed true); another token with the
-// same nonce is fraud_token_reused. ip is the client's address.
+// same nonce is fraud_token_reused. ip is the client's address. A token on
+// a canary, signed by a key of its publisher, is recorded as a canary
+// click and refused as an ordinary token of its kind (canary.go).
 func (s *Service) Click(ctx context.Context, raw string, ip netip.Addr) (ch Chain, replayed bool, err error) {
 	now := s.now()
 	rules := s.Rules.withDefaults()
