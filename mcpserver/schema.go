@@ -209,7 +209,7 @@ func scoreSchema() schema {
 	behavior := allRequired("Trading score; replaces reputation after 500 installs traded (as publisher or advertiser), from the latest scoring job.", schema{
 		"retention_48h":  share("Of the installs whose 48-72 h activation window closed, the share that sent a heartbeat in it."),
 		"uninstall_rate": share("Of those installs, the share that sent a heartbeat and then went silent before the window."),
-		"canary":         boolean("No canary check exists yet: always false, with canary_not_measured in reasons."),
+		"canary":         boolean("The canary check (docs/apps.md, Canary check): true when at least the minimum of canaries (planted offers an honest SDK never shows: lapsed, or for another advertiser than the creative) were served to the app since its last reinstatement and it clicked none; false with canary_failed in reasons when it clicked any; false with canary_not_measured while fewer were served."),
 		"complaints":     withDesc(schema{"type": "number", "minimum": 0}, "Upheld complaints about the app."),
 	})
 	return allRequired("The app's status, vetting gate outcomes and score.", schema{

@@ -115,7 +115,7 @@ func allTools() []*tool {
 		{
 			name:        "get_score",
 			title:       "Read an app's score",
-			description: "Read the app's status (pending, approved, throttled, live, suspended, rejected), its vetting gate outcomes, its reputation (0-100 from four signals: AI visibility, release cadence, store reviews, coherence; scored after the gate and weekly at next_review_at, a signal that could not be read being 0 with its reason code) or, after 500 installs traded, its behaviour (retention_48h, uninstall_rate, upheld complaints; canary not measured yet), and reason codes (GET /v1/apps/{app_id}/score)." + keyNote,
+			description: "Read the app's status (pending, approved, throttled, live, suspended, rejected), its vetting gate outcomes, its reputation (0-100 from four signals: AI visibility, release cadence, store reviews, coherence; scored after the gate and weekly at next_review_at, a signal that could not be read being 0 with its reason code) or, after 500 installs traded, its behaviour (retention_48h, uninstall_rate, upheld complaints, and the canary check: whether its SDK left planted test offers alone), and reason codes (GET /v1/apps/{app_id}/score)." + keyNote,
 			params:      []param{appIDParam()},
 			output:      scoreSchema(),
 			hints:       read,

@@ -291,6 +291,26 @@ func TestFillRefusesMismatchedOffer(t *testing.T) {
 	}
 }
 
+// An offer that lapsed before it arrived (what a lapsed canary is) is no
+// fill: nothing is rendered, nothing can be clicked.
+func TestFillOfLapsedOfferIsNoFill(t *testing.T) {
+	srv, pub := newPublisher(t)
+	srv.set(func(s *sdkServer) {
+		s.offerFor = func(o *attribution.Offer) { o.OfferedAt = s.now.Add(-25 * time.Hour).Unix() }
+	})
+	r := &recordingRenderer{out: Clicked}
+	_, err := pub.Show(context.Background(), SlotSettingsIdle, r)
+	var nf *NoFillError
+	if !errors.As(err, &nf) || nf.Reason != NoFillOfferLapsed || !errors.Is(err, ErrNoFill) || len(r.ads) != 0 {
+		t.Fatalf("lapsed offer: %v, %d ads rendered", err, len(r.ads))
+	}
+	var clicked int
+	srv.set(func(s *sdkServer) { clicked = len(s.chains) })
+	if clicked != 0 {
+		t.Fatalf("%d clicks reported", clicked)
+	}
+}
+
 func TestClickAfterOfferLapsed(t *testing.T) {
 	srv, pub := newPublisher(t)
 	p := mustFill(t, pub, SlotUpdateInstalled)

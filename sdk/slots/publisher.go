@@ -29,8 +29,15 @@ var ErrNoFill = errors.New("slots: no fill")
 
 // NoFillError is a fill that got nothing, with the server's reason
 // (xpromo.NoFillNoCampaign, xpromo.NoFillPublisherNotEligible, or one this
-// version does not know).
+// version does not know), or the SDK's own (NoFillOfferLapsed).
 type NoFillError struct{ Reason xpromo.NoFillReason }
+
+// NoFillOfferLapsed is the reason of a fill whose offer had already lapsed
+// when it arrived (by this device's clock): there is nothing to show, and
+// showing it would only earn a click the server refuses. The server plants
+// such offers as canaries (docs/apps.md "Canary check"): an SDK that shows
+// or clicks them is taken for a click spammer.
+const NoFillOfferLapsed xpromo.NoFillReason = "offer_lapsed"
 
 func (e *NoFillError) Error() string        { return "slots: no fill: " + string(e.Reason) }
 func (e *NoFillError) Is(target error) bool { return target == ErrNoFill }
@@ -140,7 +147,9 @@ func (a *Agent) Fill(ctx context.Context, slot xpromo.Slot) (*Placement, error) 
 }
 
 // placement checks a filled answer before anything is shown: an offer for
-// another app, platform or advertiser than the creative's is not shown.
+// another app, platform or advertiser than the creative's is not shown,
+// and an offer already lapsed is no fill (NoFillOfferLapsed). The server
+// plants such offers as canaries (docs/protocol.md): never show one.
 func (a *Agent) placement(slot xpromo.Slot, resp xpromo.FillResponse) (*Placement, error) {
 	c, o := resp.Creative, resp.Offer
 	if c == nil || o == nil {
@@ -160,6 +169,9 @@ func (a *Agent) placement(slot xpromo.Slot, resp xpromo.FillResponse) (*Placemen
 	expires := o.Expires()
 	if resp.ExpiresAt != nil && resp.ExpiresAt.Before(expires) {
 		expires = *resp.ExpiresAt
+	}
+	if !a.now().Before(expires) {
+		return nil, &NoFillError{Reason: NoFillOfferLapsed}
 	}
 	return &Placement{
 		Ad: Ad{

@@ -123,8 +123,13 @@ type Reputation struct {
 type Behavior struct {
 	Retention48h  float64 `json:"retention_48h"`
 	UninstallRate float64 `json:"uninstall_rate"`
-	Canary        bool    `json:"canary"`
-	Complaints    float64 `json:"complaints"`
+	// Canary is the canary check (docs/apps.md, "Canary check"): true when
+	// enough canaries (planted offers an honest SDK never shows) were
+	// served to the app since its last reinstatement and it clicked none;
+	// false, with canary_failed or canary_not_measured in the score's
+	// reasons, otherwise.
+	Canary     bool    `json:"canary"`
+	Complaints float64 `json:"complaints"`
 }
 
 // CreateCampaignRequest is the body of POST /campaigns.

@@ -247,6 +247,12 @@ type Tx interface {
 	AppOutbox(ctx context.Context, appID string) ([]outbox.Event, error)
 	// AddFillCounts adds counts to the stored per-day fill counters.
 	AddFillCounts(ctx context.Context, counts []FillCount) error
+	// AddCanaryCounts adds counts to the stored per-day counters of
+	// canaries served (the canary check, canary.go).
+	AddCanaryCounts(ctx context.Context, counts []CanaryCount) error
+	// InsertCanaryClick records a click on a canary; it writes nothing and
+	// returns false when the jti has a record already.
+	InsertCanaryClick(ctx context.Context, c CanaryClick) (inserted bool, err error)
 
 	// AppChainStats aggregates an advertiser's chains and fills in [from, to].
 	AppChainStats(ctx context.Context, appID string, from, to time.Time) (ChainStats, error)
@@ -331,9 +337,13 @@ type Service struct {
 	// CacheTTL is how long fill reuses an app's record; 0 means
 	// DefaultCacheTTL.
 	CacheTTL time.Duration
+	// CanaryRate makes one fill in CanaryRate, on average, a canary (the
+	// canary check, canary.go; docs/apps.md "Canary check"); 0 disables it.
+	CanaryRate int
 
-	fills fillCounter
-	cache appCache
+	fills    fillCounter
+	canaries canaryCounter
+	cache    appCache
 }
 
 // now is the clock at the precision both stores keep.

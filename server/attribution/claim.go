@@ -77,6 +77,10 @@ type refusal struct {
 	countersignature string
 	deviceID         string
 	ip               string
+	// canaryVia is set (CanaryViaClick, CanaryViaInstall) when the click
+	// token is a canary's and the publisher's signature verified: the
+	// refusal also records the canary click (canary.go).
+	canaryVia string
 }
 
 // record is the rejected chain recording r.
@@ -106,13 +110,32 @@ func unixTime(s int64) time.Time { return time.Unix(s, 0).UTC() }
 // a message about a real offer is recorded once per offer and reason, and
 // its repetitions answer that first record.
 func (s *Service) refuse(ctx context.Context, r refusal) error {
+	now := s.now()
+	var canary func(ctx context.Context, tx Tx) error
+	if r.canaryVia != "" {
+		c := CanaryClick{Nonce: r.click.Claims.Nonce, AppID: r.click.Claims.Publisher, Via: r.canaryVia, At: now}
+		canary = func(ctx context.Context, tx Tx) error {
+			return recordCanaryClick(ctx, tx, c, func(c CanaryClick) {
+				s.log().Warn("canary clicked", "app_id", c.AppID, "via", c.Via, "jti", c.Nonce)
+			})
+		}
+	}
 	if !r.offerOK {
+		if canary != nil {
+			if err := s.Update(ctx, canary); err != nil {
+				return err
+			}
+		}
 		s.log().Info("attribution message refused (not recorded: it names no offer of this server)", "code", r.code, "detail", r.msg)
 		return fraudError(r.code, r.msg, "")
 	}
-	now := s.now()
 	rec := r.record(now)
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if canary != nil {
+			if err := canary(ctx, tx); err != nil {
+				return err
+			}
+		}
 		rec = r.record(now)
 		first, found, err := tx.RefusalRecord(ctx, rec.ClaimedNonce, rec.Reason)
 		if err != nil || found {
@@ -159,7 +182,9 @@ func (s *Service) verifyClick(ctx context.Context, raw string, now time.Time) (*
 // (offer MAC, the publisher's registered SDK key, signature, times) and
 // inserts the chain, clicked, under the offer's nonce. Reporting the same
 // token again returns its chain (replayed true); another token with the
-// same nonce is fraud_token_reused. ip is the client's address.
+// same nonce is fraud_token_reused. ip is the client's address. A token on
+// a canary, signed by a key of its publisher, is recorded as a canary
+// click and refused as an ordinary token of its kind (canary.go).
 func (s *Service) Click(ctx context.Context, raw string, ip netip.Addr) (ch Chain, replayed bool, err error) {
 	now := s.now()
 	rules := s.Rules.withDefaults()
@@ -167,10 +192,19 @@ func (s *Service) Click(ctx context.Context, raw string, ip netip.Addr) (ch Chai
 	if err != nil {
 		return Chain{}, false, err
 	}
+	canary := ref == nil && s.isCanary(click.Claims.Offer)
 	if ref == nil {
 		if terr := click.CheckTime(now, rules.ClockSkew); terr != nil {
 			ref = &refusal{code: FraudTokenExpired, msg: "click token: " + tokenErrorMessage(terr), click: click, offerOK: true}
 		}
+	}
+	if canary {
+		// Answered as an ordinary refused token of its kind; one the
+		// ordinary checks would accept as a forged offer.
+		if ref == nil {
+			ref = s.canaryAnswer(click, "click token")
+		}
+		ref.canaryVia = CanaryViaClick
 	}
 	if ref != nil {
 		ref.ip = IPKey(ip)
@@ -243,6 +277,7 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 	if err != nil {
 		return Chain{}, false, err
 	}
+	canary := ref == nil && s.isCanary(click.Claims.Offer)
 	var in *token.Install
 	if ref == nil {
 		in, ref, err = s.verifyCountersignature(ctx, c.Countersignature, click, now)
@@ -254,6 +289,12 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 		if terr := in.CheckTime(click, now, rules.ClockSkew); terr != nil {
 			ref = &refusal{code: FraudTokenExpired, msg: "install claim: " + tokenErrorMessage(terr), click: click, offerOK: true}
 		}
+	}
+	if canary {
+		if ref == nil {
+			ref = s.canaryAnswer(click, "click token")
+		}
+		ref.canaryVia = CanaryViaInstall
 	}
 	if ref != nil {
 		ref.countersignature, ref.ip = c.Countersignature, ipKey

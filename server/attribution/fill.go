@@ -135,7 +135,8 @@ var fillableStatuses = []xpromo.AppStatus{xpromo.AppStatusApproved, xpromo.AppSt
 // counted in memory (FlushFills stores the counts). Nothing to show is not
 // an error: reason says why (publisher_not_eligible: the publisher is
 // pending, rejected, suspended or has no category; no_eligible_campaign:
-// the auction found none).
+// the auction found none). One fill in CanaryRate answers a canary instead
+// of the live offer (canary.go).
 func (s *Service) Fill(ctx context.Context, v VerifiedFill) (f Fill, reason xpromo.NoFillReason, err error) {
 	p := v.p
 	if p.PublisherAppID == "" {
@@ -178,11 +179,7 @@ func (s *Service) Fill(ctx context.Context, v VerifiedFill) (f Fill, reason xpro
 	if err != nil {
 		return Fill{}, "", err
 	}
-	// Counted once the fill is answered for good: with the request's unit
-	// of work, if it runs in one (its stored answer commits; txunit).
-	fc := FillCount{Day: day(now), CampaignID: award.CampaignID, AdvertiserAppID: adv.ID, PublisherAppID: pub.ID, Count: 1}
-	txunit.AfterCommit(ctx, func() { s.fills.add(fc) })
-	return Fill{
+	f = Fill{
 		Offer: offer,
 		Creative: Creative{
 			Title:           truncate(adv.Name, xpromo.MaxCreativeTitle),
@@ -193,7 +190,18 @@ func (s *Service) Fill(ctx context.Context, v VerifiedFill) (f Fill, reason xpro
 			AdvertiserAppID: adv.ID,
 		},
 		Award: award,
-	}, "", nil
+	}
+	if s.canaryDue() {
+		// A canary instead of the live offer (canary.go): counted as a
+		// canary served, not as an impression of the campaign.
+		f, err = s.canaryFill(ctx, f, randomVariant(), now)
+		return f, "", err
+	}
+	// Counted once the fill is answered for good: with the request's unit
+	// of work, if it runs in one (its stored answer commits; txunit).
+	fc := FillCount{Day: day(now), CampaignID: award.CampaignID, AdvertiserAppID: adv.ID, PublisherAppID: pub.ID, Count: 1}
+	txunit.AfterCommit(ctx, func() { s.fills.add(fc) })
+	return f, "", nil
 }
 
 // truncate cuts s to at most n characters (runes).
@@ -254,12 +262,13 @@ func (c *fillCounter) take() []FillCount {
 }
 
 // FlushFills stores the fills counted since the last flush (Stats'
-// impressions read them). When storing fails the counts are kept for the
+// impressions read them), and the canaries served (canary.go). When storing fails the counts are kept for the
 // next flush. The server flushes every few seconds and at shutdown.
 func (s *Service) FlushFills(ctx context.Context) error {
+	cerr := s.flushCanaries(ctx)
 	counts := s.fills.take()
 	if len(counts) == 0 {
-		return nil
+		return cerr
 	}
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.AddFillCounts(ctx, counts) })
 	if err != nil {
@@ -267,5 +276,5 @@ func (s *Service) FlushFills(ctx context.Context) error {
 			s.fills.add(c)
 		}
 	}
-	return err
+	return errors.Join(cerr, err)
 }

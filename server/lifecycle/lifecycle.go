@@ -44,6 +44,9 @@ type Tx interface {
 	// reinstatement, when later) and upheld complaints from the app's last
 	// reinstatement, in app id order.
 	ReviewSignals(ctx context.Context, since time.Time) ([]Signals, error)
+	// CanaryClicks counts, for each app with any, the canary clicks
+	// recorded since its last reinstatement (Signals.CanaryClicks).
+	CanaryClicks(ctx context.Context) (map[string]int64, error)
 	// Suspensions returns, for every app suspended now, the history row
 	// that suspended it (its last move to suspended), in app id order.
 	Suspensions(ctx context.Context) ([]Suspension, error)
@@ -104,6 +107,13 @@ func (s *Service) Review(ctx context.Context) (Result, error) {
 	var signals []Signals
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
 		signals, err = tx.ReviewSignals(ctx, now.Add(-r.FraudWindow))
+		if err != nil {
+			return err
+		}
+		canaries, err := tx.CanaryClicks(ctx)
+		for i := range signals {
+			signals[i].CanaryClicks = canaries[signals[i].AppID]
+		}
 		return err
 	})
 	if err != nil {
@@ -121,7 +131,7 @@ func (s *Service) Review(ctx context.Context) (Result, error) {
 		if suspended {
 			res.Suspended = append(res.Suspended, sig.AppID)
 			s.log().Warn("app suspended by the lifecycle review", "app_id", sig.AppID, "reason", v.Reason,
-				"claims", sig.Claims, "fraud_rejected", sig.FraudRejected, "upheld_complaints", sig.Upheld)
+				"claims", sig.Claims, "fraud_rejected", sig.FraudRejected, "upheld_complaints", sig.Upheld, "canary_clicks", sig.CanaryClicks)
 		}
 	}
 	var sus []Suspension

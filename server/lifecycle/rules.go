@@ -1,7 +1,7 @@
 // Package lifecycle moves app statuses by themselves where the network's
 // own data decides: a periodic review (Service.Review) suspends approved,
-// throttled and live apps whose fraud rate as publisher or whose upheld
-// complaints cross the bar, and claws back the cleared earnings of an app
+// throttled and live apps whose fraud rate as publisher, canary clicks or
+// upheld complaints cross the bar, and claws back the cleared earnings of an app
 // suspended for fraud, one chain per transaction, exactly once.
 //
 // The thresholds are Rules (docs/apps.md "Lifecycle"); deciding from the
@@ -41,6 +41,10 @@ type Rules struct {
 	ClawbackWindow time.Duration
 	// ReviewEvery is how often the server runs the review (5 minutes).
 	ReviewEvery time.Duration
+	// CanaryMaxClicks is the number of canaries (docs/apps.md "Canary
+	// check") an app's SDK key signed clicks for, since its last
+	// reinstatement, that suspends it for fraud (1).
+	CanaryMaxClicks int64
 
 	// LiveMinCleared and LiveMinRetention are the go-live bar applied by
 	// the market at each clearing (market.Service.LiveMinCleared and
@@ -59,6 +63,7 @@ const (
 	DefaultMaxUpheldComplaints = 3
 	DefaultClawbackWindow      = 30 * 24 * time.Hour
 	DefaultReviewEvery         = 5 * time.Minute
+	DefaultCanaryMaxClicks     = 1
 	DefaultLiveMinCleared      = market.DefaultLiveMinCleared
 	DefaultLiveMinRetention    = market.DefaultLiveMinRetention
 )
@@ -84,6 +89,9 @@ func (r Rules) WithDefaults() Rules {
 	if r.ReviewEvery <= 0 {
 		r.ReviewEvery = DefaultReviewEvery
 	}
+	if r.CanaryMaxClicks <= 0 {
+		r.CanaryMaxClicks = DefaultCanaryMaxClicks
+	}
 	if r.LiveMinCleared <= 0 {
 		r.LiveMinCleared = DefaultLiveMinCleared
 	}
@@ -98,6 +106,9 @@ func (r Rules) WithDefaults() Rules {
 const (
 	ReasonFraudRate  = "fraud_rate_exceeded" // actor fraud; its cleared earnings are clawed back
 	ReasonComplaints = "complaints_upheld"   // actor system; no clawback
+	// ReasonCanaryFailed: the app clicked canaries (actor fraud); its
+	// cleared earnings are clawed back.
+	ReasonCanaryFailed = "canary_failed"
 )
 
 // ReasonFraud is the reason an operator gives to suspend an app for fraud:
@@ -106,7 +117,9 @@ const ReasonFraud = "fraud"
 
 // ClawsBack reports whether a suspension with this reason claws back the
 // app's cleared earnings as publisher.
-func ClawsBack(reason string) bool { return reason == ReasonFraudRate || reason == ReasonFraud }
+func ClawsBack(reason string) bool {
+	return reason == ReasonFraudRate || reason == ReasonFraud || reason == ReasonCanaryFailed
+}
 
 // Reviewed are the statuses the review may suspend.
 var Reviewed = []xpromo.AppStatus{xpromo.AppStatusApproved, xpromo.AppStatusThrottled, xpromo.AppStatusLive}
@@ -126,21 +139,27 @@ type Signals struct {
 	// Upheld counts the upheld complaints about the app resolved since its
 	// last reinstatement (ever, if it was never suspended).
 	Upheld int64
+	// CanaryClicks counts the canaries whose click token the app's SDK key
+	// signed since its last reinstatement (ever, if never suspended).
+	CanaryClicks int64
 }
 
 // Verdict is what the review decides for one app.
 type Verdict struct {
 	Suspend bool
-	Reason  string // ReasonFraudRate or ReasonComplaints
+	Reason  string // ReasonFraudRate, ReasonCanaryFailed or ReasonComplaints
 	Actor   string // apps.ActorFraud or apps.ActorSystem
 }
 
 // Verdict decides whether the app the signals describe is suspended: fraud
-// first (it also claws back), then complaints.
+// first (the fraud rate, then canaries; both claw back), then complaints.
 func (r Rules) Verdict(s Signals) Verdict {
 	r = r.WithDefaults()
 	if s.Claims >= r.FraudMinClaims && float64(s.FraudRejected) >= r.FraudMaxRate*float64(s.Claims) {
 		return Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
+	}
+	if s.CanaryClicks >= r.CanaryMaxClicks {
+		return Verdict{Suspend: true, Reason: ReasonCanaryFailed, Actor: apps.ActorFraud}
 	}
 	if s.Upheld >= r.MaxUpheldComplaints {
 		return Verdict{Suspend: true, Reason: ReasonComplaints, Actor: apps.ActorSystem}

@@ -12,6 +12,7 @@ func TestVerdict(t *testing.T) {
 	r := Rules{} // the defaults: 20 claims, 0.3, 3 complaints
 	fraud := Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
 	complaints := Verdict{Suspend: true, Reason: ReasonComplaints, Actor: apps.ActorSystem}
+	canary := Verdict{Suspend: true, Reason: ReasonCanaryFailed, Actor: apps.ActorFraud}
 	for _, c := range []struct {
 		s    Signals
 		want Verdict
@@ -25,6 +26,9 @@ func TestVerdict(t *testing.T) {
 		{Signals{Upheld: 3}, complaints},                           //
 		{Signals{Claims: 20, FraudRejected: 20, Upheld: 9}, fraud}, // fraud first: it claws back
 		{Signals{Claims: 20, FraudRejected: 1, Upheld: 3}, complaints},
+		{Signals{CanaryClicks: 1}, canary},                               // one canary click (the default bar)
+		{Signals{CanaryClicks: 1, Upheld: 3}, canary},                    // canaries before complaints: they claw back
+		{Signals{Claims: 20, FraudRejected: 20, CanaryClicks: 4}, fraud}, // the fraud rate first
 	} {
 		assert.Equal(t, c.want, r.Verdict(c.s), "%+v", c.s)
 	}
@@ -32,11 +36,15 @@ func TestVerdict(t *testing.T) {
 	assert.Equal(t, Verdict{}, custom.Verdict(Signals{Claims: 2, FraudRejected: 1}))
 	assert.Equal(t, fraud, custom.Verdict(Signals{Claims: 2, FraudRejected: 2}))
 	assert.Equal(t, complaints, custom.Verdict(Signals{Upheld: 1}))
+	lenient := Rules{CanaryMaxClicks: 3}
+	assert.Equal(t, Verdict{}, lenient.Verdict(Signals{CanaryClicks: 2}))
+	assert.Equal(t, canary, lenient.Verdict(Signals{CanaryClicks: 3}))
 }
 
 func TestClawsBack(t *testing.T) {
 	assert.True(t, ClawsBack(ReasonFraudRate))
 	assert.True(t, ClawsBack("fraud"))
+	assert.True(t, ClawsBack(ReasonCanaryFailed))
 	assert.False(t, ClawsBack(ReasonComplaints))
 	assert.False(t, ClawsBack("Fraud"), "operator reasons are matched exactly")
 	assert.False(t, ClawsBack(""))
@@ -47,7 +55,7 @@ func TestWithDefaults(t *testing.T) {
 	assert.Equal(t, Rules{
 		FraudWindow: DefaultFraudWindow, FraudMinClaims: DefaultFraudMinClaims, FraudMaxRate: DefaultFraudMaxRate,
 		MaxUpheldComplaints: DefaultMaxUpheldComplaints, ClawbackWindow: DefaultClawbackWindow, ReviewEvery: DefaultReviewEvery,
-		LiveMinCleared: DefaultLiveMinCleared, LiveMinRetention: DefaultLiveMinRetention,
+		LiveMinCleared: DefaultLiveMinCleared, LiveMinRetention: DefaultLiveMinRetention, CanaryMaxClicks: DefaultCanaryMaxClicks,
 	}, d)
 	assert.Equal(t, d, d.WithDefaults())
 	assert.Equal(t, int64(7), Rules{FraudMinClaims: 7}.WithDefaults().FraudMinClaims)

@@ -46,15 +46,23 @@ const (
 	// DefaultBehaviorThreshold is the installs an app must have traded for
 	// its behaviour to be measured (the API document: 500).
 	DefaultBehaviorThreshold = 500
+	// DefaultCanaryMinServed is how many canaries an app must have been
+	// served, none clicked, for `canary` to be true.
+	DefaultCanaryMinServed = 5
 	// gateWait is how long a run that found no gate result waits.
 	gateWait = time.Minute
 )
 
 // Reason codes the scoring job adds to the signals' (docs/apps.md).
 const (
-	// ReasonCanaryNotMeasured: no canary check exists yet, so `canary` is
-	// false without having been measured.
+	// ReasonCanaryNotMeasured: fewer canaries than the minimum were served
+	// to the app since its last reinstatement (docs/apps.md "Canary
+	// check"), so `canary` is false without having been measured.
 	ReasonCanaryNotMeasured = "canary_not_measured"
+	// ReasonCanaryFailed: the app's SDK key signed a click on a canary
+	// since its last reinstatement: `canary` is false. It is also the
+	// reason of the lifecycle review's suspension for it.
+	ReasonCanaryFailed = "canary_failed"
 	// ReasonRetentionNotMeasured: the app traded enough installs, but none
 	// has left its 48–72 h activation window yet.
 	ReasonRetentionNotMeasured = "retention_not_measured"
@@ -72,6 +80,16 @@ type Tx interface {
 	CountComplaints(ctx context.Context, appID string, status complaints.Status) (int, error)
 	// AppTrade counts the installs appID traded, as publisher or advertiser.
 	AppTrade(ctx context.Context, appID string) (Trade, error)
+	// CanaryRecord counts the canaries served to appID and those it
+	// clicked, since its last reinstatement (ever, if it was never
+	// suspended); served ones by UTC day, from the reinstatement's day on.
+	CanaryRecord(ctx context.Context, appID string) (Canaries, error)
+}
+
+// Canaries is an app's canary record (docs/apps.md "Canary check").
+type Canaries struct {
+	Served  int64 // canaries its fills answered
+	Clicked int64 // canaries whose click token its SDK key signed
 }
 
 // Trade counts the chains (docs/attribution.md) in which the app is the
@@ -132,10 +150,12 @@ type Service struct {
 	Sandbox  *Sources
 	Reserved func(domain string) bool
 
-	// Period, RetrySoon and BehaviorThreshold: 0 means the defaults.
+	// Period, RetrySoon, BehaviorThreshold and CanaryMinServed: 0 means
+	// the defaults.
 	Period            time.Duration
 	RetrySoon         time.Duration
 	BehaviorThreshold int
+	CanaryMinServed   int64
 	Now               func() time.Time
 	Log               *slog.Logger
 }
@@ -194,6 +214,11 @@ type BehaviorEvidence struct {
 	Silent           int `json:"silent"`
 	UpheldComplaints int `json:"upheld_complaints"`
 	Threshold        int `json:"threshold"`
+	// CanariesServed and CanariesClicked are the app's canary record since
+	// its last reinstatement; CanaryMinServed the canaries needed to judge.
+	CanariesServed  int64 `json:"canaries_served"`
+	CanariesClicked int64 `json:"canaries_clicked"`
+	CanaryMinServed int64 `json:"canary_min_served"`
 }
 
 func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }
@@ -219,6 +244,7 @@ type facts struct {
 	gate   *gate.Result
 	trade  Trade
 	upheld int
+	canary Canaries
 }
 
 // Run is the handler of scoring jobs (jobs.Runner.Handle(xpromo.JobScoring,
@@ -249,6 +275,9 @@ func (s *Service) Run(ctx context.Context, job apps.Job) (jobs.Outcome[Tx], erro
 			}
 		}
 		if f.trade, err = tx.AppTrade(ctx, a.ID); err != nil {
+			return err
+		}
+		if f.canary, err = tx.CanaryRecord(ctx, a.ID); err != nil {
 			return err
 		}
 		f.upheld, err = tx.CountComplaints(ctx, a.ID, complaints.Upheld)
@@ -374,10 +403,12 @@ func (s *Service) score(ctx context.Context, f facts) (Result, bool) {
 
 	threshold := orDefault(s.BehaviorThreshold, DefaultBehaviorThreshold)
 	t := f.trade
+	minServed := orDefault(s.CanaryMinServed, DefaultCanaryMinServed)
 	res.Evidence.Behavior = BehaviorEvidence{Installs: t.Installs, Retained: t.Retained, Lapsed: t.Lapsed, Silent: t.Silent,
-		UpheldComplaints: f.upheld, Threshold: threshold}
+		UpheldComplaints: f.upheld, Threshold: threshold,
+		CanariesServed: f.canary.Served, CanariesClicked: f.canary.Clicked, CanaryMinServed: minServed}
 	if t.Installs >= threshold {
-		b, reasons := Behavior(t, f.upheld)
+		b, reasons := Behavior(t, f.upheld, f.canary, minServed)
 		res.Behavior = &b
 		res.Reasons = append(res.Reasons, reasons...)
 	}
@@ -394,8 +425,11 @@ func (s *Service) score(ctx context.Context, f facts) (Result, bool) {
 //     (sent a heartbeat) and then went silent before the window — what the
 //     network can see of an uninstall;
 //   - complaints: the upheld complaints about the app;
-//   - canary: false, with canary_not_measured: no canary check exists.
-func Behavior(t Trade, upheld int) (xpromo.Behavior, []string) {
+//   - canary: true when at least minServed canaries were served to the app
+//     and it clicked none; false with canary_failed when it clicked any;
+//     false with canary_not_measured while fewer were served (all since
+//     its last reinstatement).
+func Behavior(t Trade, upheld int, c Canaries, minServed int64) (xpromo.Behavior, []string) {
 	b := xpromo.Behavior{Complaints: float64(upheld)}
 	reasons := []string{}
 	if decided := t.Retained + t.Lapsed; decided > 0 {
@@ -404,7 +438,14 @@ func Behavior(t Trade, upheld int) (xpromo.Behavior, []string) {
 	} else {
 		reasons = append(reasons, ReasonRetentionNotMeasured)
 	}
-	reasons = append(reasons, ReasonCanaryNotMeasured)
+	switch {
+	case c.Clicked > 0:
+		reasons = append(reasons, ReasonCanaryFailed)
+	case c.Served < minServed:
+		reasons = append(reasons, ReasonCanaryNotMeasured)
+	default:
+		b.Canary = true
+	}
 	return b, reasons
 }
 

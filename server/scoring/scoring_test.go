@@ -423,7 +423,58 @@ func TestBehaviorAfter500Installs(t *testing.T) {
 		assert.Equal(t, xpromo.Behavior{Retention48h: 0.818, UninstallRate: 0.1227, Canary: false, Complaints: 2}, *sc.Behavior)
 		assert.Contains(t, sc.Reasons, scoring.ReasonCanaryNotMeasured)
 		assert.Equal(t, 84, sc.Reputation.Total, "the reputation is still read")
+
+		// Enough canaries served, none clicked: the canary check passed.
+		require.NoError(t, w.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			return tx.AddCanaryCounts(ctx, []attribution.CanaryCount{{Day: now, AppID: app.ID, Count: scoring.DefaultCanaryMinServed}})
+		}))
+		w.clock.Advance(scoring.DefaultPeriod)
+		w.runDue()
+		sc = w.score(app.ID)
+		require.NotNil(t, sc.Behavior)
+		assert.True(t, sc.Behavior.Canary)
+		assert.NotContains(t, sc.Reasons, scoring.ReasonCanaryNotMeasured)
+
+		// One canary clicked: failed.
+		require.NoError(t, w.store.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			_, err := tx.InsertCanaryClick(ctx, attribution.CanaryClick{Nonce: "jti_canary", AppID: app.ID, Via: attribution.CanaryViaClick, At: w.clock.Now()})
+			return err
+		}))
+		w.clock.Advance(scoring.DefaultPeriod)
+		w.runDue()
+		sc = w.score(app.ID)
+		require.NotNil(t, sc.Behavior)
+		assert.False(t, sc.Behavior.Canary)
+		assert.Contains(t, sc.Reasons, scoring.ReasonCanaryFailed)
+		assert.NotContains(t, sc.Reasons, scoring.ReasonCanaryNotMeasured)
 	})
+}
+
+// The canary part of the behaviour: measured from the minimum served on,
+// failed by any click.
+func TestBehaviorCanary(t *testing.T) {
+	tr := scoring.Trade{Installs: 500, Retained: 10}
+	for _, c := range []struct {
+		canaries scoring.Canaries
+		min      int64
+		canary   bool
+		reason   string
+	}{
+		{scoring.Canaries{}, 5, false, scoring.ReasonCanaryNotMeasured},
+		{scoring.Canaries{Served: 4}, 5, false, scoring.ReasonCanaryNotMeasured},
+		{scoring.Canaries{Served: 5}, 5, true, ""},
+		{scoring.Canaries{Served: 2}, 2, true, ""},
+		{scoring.Canaries{Served: 500, Clicked: 1}, 5, false, scoring.ReasonCanaryFailed},
+		{scoring.Canaries{Served: 1, Clicked: 1}, 5, false, scoring.ReasonCanaryFailed},
+	} {
+		b, reasons := scoring.Behavior(tr, 0, c.canaries, c.min)
+		assert.Equal(t, c.canary, b.Canary, "%+v", c)
+		if c.reason == "" {
+			assert.Empty(t, reasons, "%+v", c)
+		} else {
+			assert.Equal(t, []string{c.reason}, reasons, "%+v", c)
+		}
+	}
 }
 
 // Two runners never run one scoring job twice.

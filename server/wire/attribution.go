@@ -154,6 +154,8 @@ func attributionService(cfg Config, store storage.Store, m *market.Service) (*at
 		IPs:     ips,
 		Rules:   cfg.FraudRules,
 		Log:     cfg.Logger,
+
+		CanaryRate: cfg.CanaryRate,
 	}
 	m.SpendToday = svc.SpendToday
 	m.ChainStats, m.NetworkChainStats = svc.StatsFigures, svc.NetworkFigures

@@ -35,6 +35,10 @@ type ScoringConfig struct {
 	StoreBaseURL, StoreCountry string
 	// Period is how often an app is re-scored (0: scoring.DefaultPeriod).
 	Period time.Duration
+	// CanaryMinServed is how many canaries an app must have been served,
+	// none clicked, for its behaviour's canary to be true (0:
+	// scoring.DefaultCanaryMinServed).
+	CanaryMinServed int64
 	// AllowLoopback lets the model, the store and appcasts be on 127.0.0.1
 	// and ::1 (tests). Test mode only.
 	AllowLoopback bool
@@ -58,6 +62,7 @@ func scoringService(cfg Config, store storage.Store, appsSvc *apps.Service) (*sc
 		Now:    cfg.Now,
 		Log:    cfg.Logger.With("component", "scoring"),
 	}
+	svc.CanaryMinServed = c.CanaryMinServed
 	aiHTTP := outbound.New(withTimeout(opts, 60*time.Second))
 	if c.ModelBaseURL != "" || c.Model != "" {
 		ai, err := aivis.New(aivis.Config{BaseURL: c.ModelBaseURL, Model: c.Model, APIKey: c.ModelAPIKey, NoJSONMode: c.ModelNoJSONMode, HTTP: aiHTTP})

@@ -111,6 +111,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// FraudRules are the fraud rules' thresholds (zero fields: defaults).
 	FraudRules attribution.Rules
+	// CanaryRate makes one fill in CanaryRate, on average, a canary
+	// (docs/apps.md "Canary check"); 0 serves none (the server's flag
+	// defaults to 200).
+	CanaryRate int
 	// SweepInterval is how often RunBackground sweeps; 0 means
 	// DefaultSweepInterval.
 	SweepInterval time.Duration

@@ -58,6 +58,8 @@ type config struct {
 	OfferSecret, PreviousOfferSecret string
 	IPToASNFile, DatacentersFile     string
 	TrustedProxies                   []netip.Prefix
+	// CanaryRate: one fill in CanaryRate is a canary; 0 none.
+	CanaryRate int
 
 	// Lifecycle are the review's thresholds and the go-live bar
 	// (docs/apps.md "Lifecycle"; lifecycle.go reads them).
@@ -111,6 +113,9 @@ var settings = []setting{
 	{flag: "suspend-upheld-complaints", env: "XPROMO_SUSPEND_UPHELD_COMPLAINTS", def: "3", usage: "upheld complaints about an app (since its last reinstatement) that suspend it", serveOnly: true},
 	{flag: "clawback-window", env: "XPROMO_CLAWBACK_WINDOW", def: "720h", usage: "how long before a suspension for fraud a chain may have cleared and still be clawed back (a Go duration)", serveOnly: true},
 	{flag: "review-interval", env: "XPROMO_REVIEW_INTERVAL", def: "5m", usage: "how often the lifecycle review runs (suspensions, clawbacks; a Go duration)", serveOnly: true},
+	{flag: "canary-rate", env: "XPROMO_CANARY_RATE", def: "200", usage: "one fill in this many, on average per publisher app, answers a canary (a planted offer an honest SDK never shows or clicks; docs/apps.md \"Canary check\"); 0 serves none", serveOnly: true},
+	{flag: "canary-min-served", env: "XPROMO_CANARY_MIN_SERVED", def: "5", usage: "canaries an app must have been served since its last reinstatement, none clicked, for its behaviour's canary to be true", serveOnly: true},
+	{flag: "canary-max-clicks", env: "XPROMO_CANARY_MAX_CLICKS", def: "1", usage: "canaries an app's SDK key signed clicks for, since its last reinstatement, that suspend it for fraud (reason canary_failed; its cleared earnings are clawed back)", serveOnly: true},
 	{flag: "live-min-cleared", env: "XPROMO_LIVE_MIN_CLEARED", def: "10", usage: "charged installs bought in the last 30 days a throttled app needs to go live", serveOnly: true},
 	{flag: "live-min-retention", env: "XPROMO_LIVE_MIN_RETENTION", def: "0.4", usage: "48-hour retention (charged ÷ resolved) a throttled app needs to go live, over 0 and at most 1", serveOnly: true},
 	{flag: "categories-file", env: "XPROMO_CATEGORIES_FILE", def: "", usage: "categories and floors (JSON, see docs/marketplace.md); empty: the shipped catalogue", serveOnly: true},
@@ -341,6 +346,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		return cfg, usagef("%s: %q is not a number of jobs from 1 to %d", source["job-concurrency"], get("job-concurrency"), maxJobConcurrency)
 	}
 	cfg.JobConcurrency = concurrency
+	if cfg.CanaryRate, err = strconv.Atoi(get("canary-rate")); err != nil || cfg.CanaryRate < 0 {
+		return cfg, usagef("%s: %q is not a whole number of fills (0 serves no canary)", source["canary-rate"], get("canary-rate"))
+	}
 	if cfg.Lifecycle, err = lifecycleRules(get, source); err != nil {
 		return cfg, err
 	}
@@ -477,5 +485,8 @@ func scoringConfig(cfg *config, get func(string) string, source map[string]strin
 		return usagef("%s: %q is not a duration of at least an hour (e.g. 168h)", source["scoring-period"], get("scoring-period"))
 	}
 	c.Period = d
+	if c.CanaryMinServed, err = strconv.ParseInt(get("canary-min-served"), 10, 64); err != nil || c.CanaryMinServed < 1 {
+		return usagef("%s: %q is not a positive whole number", source["canary-min-served"], get("canary-min-served"))
+	}
 	return nil
 }

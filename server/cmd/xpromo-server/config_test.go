@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 		Mode:      "test",
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
-		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4,
+		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200,
 		Gate: defaultGate, Scoring: defaultScoring,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
@@ -45,14 +45,14 @@ var defaultGate = wire.GateConfig{SMTP: contact.SMTPConfig{TLS: contact.TLSStart
 
 // defaultScoring is the scoring job's configuration with no setting given:
 // no model, Apple's lookup for the US storefront, a weekly review.
-var defaultScoring = wire.ScoringConfig{StoreCountry: "us", Period: 7 * 24 * time.Hour}
+var defaultScoring = wire.ScoringConfig{StoreCountry: "us", Period: 7 * 24 * time.Hour, CanaryMinServed: 5}
 
 // The scoring job's settings: read and checked.
 func TestConfigScoring(t *testing.T) {
 	cfg, err := parseConfig("serve", []string{"--model-base-url", "http://127.0.0.1:11434/v1", "--model", "llama3.1", "--store-country", "DE", "--scoring-period", "24h", "--model-no-json-mode", "true"},
 		envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, wire.ScoringConfig{ModelBaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", ModelNoJSONMode: true, StoreCountry: "de", Period: 24 * time.Hour}, cfg.Scoring)
+	assert.Equal(t, wire.ScoringConfig{ModelBaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", ModelNoJSONMode: true, StoreCountry: "de", Period: 24 * time.Hour, CanaryMinServed: 5}, cfg.Scoring)
 	for _, args := range [][]string{
 		{"--model-base-url", "https://api.openai.com/v1"}, {"--model", "gpt-4o-mini"}, {"--store-country", "usa"},
 		{"--scoring-period", "5m"}, {"--scoring-period", "weekly"}, {"--model-no-json-mode", "maybe"},
@@ -104,7 +104,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		Mode:        "live",
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
-		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4,
+		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200,
 		Gate: defaultGate, Scoring: defaultScoring,
 	}, cfg)
 }

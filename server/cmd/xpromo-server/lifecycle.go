@@ -18,7 +18,7 @@ func lifecycleRules(get func(string) string, source map[string]string) (lifecycl
 		}
 		*dst = v
 	}
-	for name, dst := range map[string]*int64{"fraud-min-claims": &r.FraudMinClaims, "suspend-upheld-complaints": &r.MaxUpheldComplaints, "live-min-cleared": &r.LiveMinCleared} {
+	for name, dst := range map[string]*int64{"fraud-min-claims": &r.FraudMinClaims, "suspend-upheld-complaints": &r.MaxUpheldComplaints, "live-min-cleared": &r.LiveMinCleared, "canary-max-clicks": &r.CanaryMaxClicks} {
 		v, err := strconv.ParseInt(get(name), 10, 64)
 		if err != nil || v < 1 {
 			return r, usagef("%s: %q is not a positive whole number", source[name], get(name))

@@ -34,3 +34,21 @@ func TestConfigLifecycle(t *testing.T) {
 		assert.True(t, errors.As(err, &ue), "%v: %v", args, err)
 	}
 }
+
+// The canary check's settings (docs/operations.md): read, 0 disabling
+// canaries, and refused when out of range.
+func TestConfigCanary(t *testing.T) {
+	cfg, err := parseConfig("serve", []string{"--canary-rate", "0", "--canary-min-served", "12", "--canary-max-clicks", "2"},
+		envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 0, cfg.CanaryRate)
+	assert.Equal(t, int64(12), cfg.Scoring.CanaryMinServed)
+	assert.Equal(t, int64(2), cfg.Lifecycle.CanaryMaxClicks)
+	cfg, err = parseConfig("serve", nil, envMap(map[string]string{"XPROMO_CANARY_RATE": "1"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, cfg.CanaryRate)
+	for _, args := range [][]string{{"--canary-rate", "-1"}, {"--canary-rate", "often"}, {"--canary-min-served", "0"}, {"--canary-max-clicks", "0"}} {
+		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		assert.Error(t, err, "%v", args)
+	}
+}

@@ -95,6 +95,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		DatacentersFile:        cfg.DatacentersFile,
 		TrustedProxies:         cfg.TrustedProxies,
 		Lifecycle:              cfg.Lifecycle,
+		CanaryRate:             cfg.CanaryRate,
 		MCPAllowedOrigins:      cfg.MCPAllowedOrigins,
 		Instance:               instance,
 
