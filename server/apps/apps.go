@@ -138,6 +138,12 @@ type Service struct {
 	// Live makes the service issue and accept xp_live_ keys; otherwise
 	// (test mode) xp_test_ keys.
 	Live bool
+	// StatusChanged is called once an operator's action (Act) has
+	// committed, with the app whose status it changed: the server drops
+	// its cached record of the app and re-reads delivery, so that a
+	// suspension stops the app's fills and campaigns on this instance at
+	// once, as the lifecycle review's does. nil: nothing.
+	StatusChanged func(appID string)
 }
 
 // now is the clock at the precision both stores keep (microseconds), so a
