@@ -16,6 +16,7 @@ import (
 
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
@@ -530,5 +531,119 @@ func sortedByChain(ls []wline) []wline {
 		}
 		return 0
 	})
+	return ls
+}
+
+// TestSweepRefundsSuspendedPublisher: the sweep never pays a publisher
+// suspended for fraud. Its activated chains are refunded to the advertiser
+// (refunded, publisher_suspended) in the sweep's one transaction, so there
+// is nothing for the review to claw back; a sweep whose answer was lost
+// after its commit, run again, changes nothing. A publisher suspended for
+// another reason is still paid (both stores).
+func TestSweepRefundsSuspendedPublisher(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		a, srv := startBuilt(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+		ctx := context.Background()
+		const price = int64(400)
+		adv := a.register("Snip", "com.example.snip", "")
+		farm := a.register("Farm", "com.example.farm", "productivity")
+		other := a.register("Other", "com.example.other", "productivity")
+		a.topUp(adv, 20_000)
+		a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"productivity"}, "daily_budget_cents": 5000}))
+		tok1 := a.install(farm, adv, "dev-1")
+		tok2 := a.install(farm, adv, "dev-2")
+		tok3 := a.install(other, adv, "dev-3")
+		a.advance(48 * time.Hour)
+		a.heartbeat(adv, tok1, "dev-1")
+		a.heartbeat(adv, tok2, "dev-2")
+		a.heartbeat(adv, tok3, "dev-3")
+		a.expect(200, a.do("POST", "/v1/admin/apps/"+farm.id+"/suspend", adminToken, map[string]any{"reason": "fraud"}))
+		a.expect(200, a.do("POST", "/v1/admin/apps/"+other.id+"/suspend", adminToken, map[string]any{"reason": "unpaid invoices"}))
+
+		// The sweep commits, and its answer is lost.
+		crashed := &attribution.Service{
+			View: srv.Attribution.View, Now: srv.Attribution.Now, Auction: srv.Attribution.Auction,
+			Update: func(ctx context.Context, fn func(context.Context, attribution.Tx) error) error {
+				if err := srv.Attribution.Update(ctx, fn); err != nil {
+					return err
+				}
+				return errors.New("connection lost after COMMIT")
+			},
+		}
+		_, err := crashed.Sweep(ctx)
+		require.Error(t, err)
+		// Run again: nothing is due any more.
+		assert.Equal(t, xpromo.SweepResult{}, a.sweep())
+
+		refunded := a.refundedChains(farm)
+		assert.Len(t, refunded[xpromo.PublisherSuspended], 2, "%v", refunded)
+		for _, id := range refunded[xpromo.PublisherSuspended] {
+			ch := decode[xpromo.Chain](t, a.expect(200, a.do("GET", "/v1/chains/"+id, adv.key, nil)))
+			assert.Equal(t, xpromo.ChainRefunded, ch.State)
+			require.NotNil(t, ch.Reason)
+			assert.Equal(t, xpromo.PublisherSuspended, *ch.Reason)
+		}
+		assert.Empty(t, a.wallet(farm), "the farm was never paid")
+		assert.Equal(t, []wline{{Type: xpromo.LineEarn, Amount: price - price*30/100, Counterparty: adv.id}}, clearChain(linesOf(a.wallet(other), xpromo.LineEarn)),
+			"a suspension that is not for fraud does not stop the clearing")
+		advLines := a.wallet(adv)
+		assert.Len(t, linesOf(advLines, xpromo.LineEscrowRelease), 3, "two refunds, one clearing")
+		assert.Len(t, linesOf(advLines, xpromo.LineCharge), 1)
+		assert.Equal(t, 20_000-price, balance(advLines))
+
+		// Nothing cleared for the farm: the review has nothing to claw back.
+		res, err := srv.Lifecycle.Review(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lifecycle.Result{}, res)
+		assert.Equal(t, xpromo.SweepResult{}, a.sweep())
+		assert.Len(t, a.wallet(adv), len(advLines))
+
+		rep, err := ledger.Verify(ctx, s)
+		require.NoError(t, err)
+		assert.True(t, rep.OK(), "%v", rep.Violations)
+	})
+}
+
+// TestAdminSuspendStopsFillsAtOnce: an operator's suspend is seen by this
+// instance's fills and delivery at once, as the review's is — the very next
+// fill for the app is publisher_not_eligible and its campaign is no longer
+// delivered — and a reinstatement brings both back at once; with an
+// Idempotency-Key (the request commits as one unit) too (both stores).
+func TestAdminSuspendStopsFillsAtOnce(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		a, _ := startBuilt(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+		adv := a.register("Snip", "com.example.snip", "productivity")
+		pub := a.register("Clipboard", "com.example.clipboard", "productivity")
+		a.topUp(adv, 20_000)
+		a.expect(201, a.do("POST", "/v1/campaigns", adv.key, map[string]any{"app_id": adv.id, "categories": []string{"productivity"}, "daily_budget_cents": 5000}))
+		// Warm the caches: the app's record and delivery.
+		assert.Equal(t, xpromo.NoFillNoCampaign, a.noFill(adv), "its own campaign is not offered to it")
+		fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
+		require.True(t, fill.Filled, "%+v", fill)
+
+		for i, key := range []string{"", "snip-1"} {
+			header := func(action string) []string {
+				if key == "" {
+					return nil
+				}
+				return []string{"Idempotency-Key", action + "-" + key}
+			}
+			a.expect(200, a.do("POST", "/v1/admin/apps/"+adv.id+"/suspend", adminToken, map[string]any{"reason": "spam"}, header("suspend")...))
+			assert.Equal(t, xpromo.NoFillPublisherNotEligible, a.noFill(adv), "run %d", i)
+			assert.Equal(t, xpromo.NoFillNoCampaign, a.noFill(pub), "run %d: the suspended app's campaign is not delivered", i)
+
+			a.expect(200, a.do("POST", "/v1/admin/apps/"+adv.id+"/reinstate", adminToken, nil, header("reinstate")...))
+			assert.Equal(t, xpromo.NoFillNoCampaign, a.noFill(adv), "run %d", i)
+			fill = decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
+			assert.True(t, fill.Filled, "run %d: %+v", i, fill)
+		}
+	})
+}
+
+// clearChain drops the chain ids (made at random) of ledger lines.
+func clearChain(ls []wline) []wline {
+	for i := range ls {
+		ls[i].Chain = ""
+	}
 	return ls
 }
