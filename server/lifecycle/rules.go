@@ -54,8 +54,10 @@ type Rules struct {
 	// complaints once fewer than MaxUpheldComplaints are left in it.
 	ComplaintsWindow time.Duration
 	// ClawbackWindow is how long before its suspension for fraud a chain
-	// may have cleared and still be clawed back (30 days). Chains that
-	// clear while the app stays suspended are clawed back too.
+	// may have cleared and still be clawed back (30 days). A chain that
+	// clears anyway while the app stays suspended (the sweep read its status
+	// just before the suspension committed; otherwise the sweep refunds it)
+	// is clawed back too.
 	ClawbackWindow time.Duration
 	// ReviewEvery is how often the server runs the review (5 minutes).
 	ReviewEvery time.Duration
