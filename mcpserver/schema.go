@@ -174,7 +174,7 @@ func idempotencyKeyParam() param {
 // Enumerations of the API.
 
 func appStatusSchema() schema {
-	return enum("Status of the app: pending until the vetting gate ran, then approved or rejected; throttled on its first trade, live once it has cleared installs with good retention; suspended after fraud or complaints.",
+	return enum("Status of the app: pending until the vetting gate ran, then approved or rejected; throttled on its first trade, live once it has cleared installs with good retention; suspended after fraud, churn (installs it sent that were not kept) or upheld complaints.",
 		"pending", "approved", "throttled", "live", "suspended", "rejected")
 }
 

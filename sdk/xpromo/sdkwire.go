@@ -245,6 +245,9 @@ const (
 	FraudAppMismatch         ChainReason = "fraud_app_mismatch"         // the claiming app is not the campaign's app
 	// NotActivated: refunded because no heartbeat arrived in [48 h, 72 h).
 	NotActivated ChainReason = "not_activated"
+	// PublisherSuspended: refunded by the sweep instead of cleared, because
+	// the publisher is suspended for fraud.
+	PublisherSuspended ChainReason = "publisher_suspended"
 	// FraudClawedBack is never a chain's reason: it is the reason of the
 	// fraud.flagged event announcing that a cleared chain was clawed back
 	// because its publisher was suspended for fraud.
@@ -256,7 +259,7 @@ func (r ChainReason) Valid() bool {
 	switch r {
 	case FraudTokenReused, FraudTokenExpired, FraudBadSignature, FraudBadCountersignature,
 		FraudDatacenterASN, FraudSelfPromotion, FraudCTITTooShort, FraudInstallVelocity,
-		FraudDeviceReused, FraudAppMismatch, NotActivated, FraudClawedBack:
+		FraudDeviceReused, FraudAppMismatch, NotActivated, PublisherSuspended, FraudClawedBack:
 		return true
 	}
 	return false

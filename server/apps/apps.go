@@ -121,6 +121,10 @@ type Tx interface {
 	InsertJob(ctx context.Context, j Job) error
 	// AppJobs returns the app's jobs, oldest first.
 	AppJobs(ctx context.Context, appID string) ([]Job, error)
+	// RescheduleJob sets the run_after of a queued job; it writes nothing
+	// and returns false when the job is no longer queued (a runner claimed
+	// it).
+	RescheduleJob(ctx context.Context, jobID string, runAfter time.Time) (bool, error)
 
 	InsertAdminAudit(ctx context.Context, e AuditEntry) error
 	// AdminAudit returns the newest limit audit entries, newest first.
@@ -138,6 +142,12 @@ type Service struct {
 	// Live makes the service issue and accept xp_live_ keys; otherwise
 	// (test mode) xp_test_ keys.
 	Live bool
+	// StatusChanged is called once an operator's action (Act) has
+	// committed, with the app whose status it changed: the server drops
+	// its cached record of the app and re-reads delivery, so that a
+	// suspension stops the app's fills and campaigns on this instance at
+	// once, as the lifecycle review's does. nil: nothing.
+	StatusChanged func(appID string)
 }
 
 // now is the clock at the precision both stores keep (microseconds), so a
@@ -224,6 +234,41 @@ func QueueJob(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, run
 	}
 	j := newJob(appID, kind, now)
 	j.RunAfter = runAfter.UTC().Truncate(time.Microsecond)
+	return j, tx.InsertJob(ctx, j)
+}
+
+// RunJobNow makes, inside tx, the app's next job of kind run at now: the
+// earliest queued one is brought forward if it was queued for later (so a
+// follow-up is not left behind to run for nothing once this run decided),
+// or, with none queued (or the one found just claimed by a runner), a new
+// one is queued now. The gate runs again at once this way when a contact
+// challenge is answered.
+func RunJobNow(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, now time.Time) (Job, error) {
+	js, err := tx.AppJobs(ctx, appID)
+	if err != nil {
+		return Job{}, err
+	}
+	var next *Job
+	for i := range js {
+		if j := &js[i]; j.Kind == kind && j.Status == xpromo.JobQueued && (next == nil || j.RunAfter.Before(next.RunAfter)) {
+			next = j
+		}
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	if next != nil && !next.RunAfter.After(now) {
+		return *next, nil
+	}
+	if next != nil {
+		moved, err := tx.RescheduleJob(ctx, next.ID, now)
+		if err != nil {
+			return Job{}, err
+		}
+		if moved {
+			next.RunAfter = now
+			return *next, nil
+		}
+	}
+	j := newJob(appID, kind, now)
 	return j, tx.InsertJob(ctx, j)
 }
 

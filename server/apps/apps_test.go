@@ -16,6 +16,7 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/sqlite"
 	"github.com/xpromo/xpromo/server/storage"
@@ -703,5 +704,76 @@ func TestScoreEvents(t *testing.T) {
 		require.Len(t, got, len(want)+1)
 		assert.Equal(t, current(), got[len(got)-1])
 		assert.Equal(t, xpromo.AppStatusThrottled, got[len(got)-1].Status)
+	})
+}
+
+// RunJobNow brings the app's queued job forward rather than queueing
+// another (no follow-up is left behind), and queues a new one only when
+// none is queued any more (both stores).
+func TestRunJobNow(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc, clock := newService(s)
+		a, _, _ := register(t, svc)
+		gateJobs := func() []apps.Job {
+			t.Helper()
+			var out []apps.Job
+			require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+				js, err := tx.AppJobs(ctx, a.ID)
+				for _, j := range js {
+					if j.Kind == xpromo.JobGate {
+						out = append(out, j)
+					}
+				}
+				return err
+			}))
+			return out
+		}
+		runNow := func() apps.Job {
+			t.Helper()
+			var j apps.Job
+			require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+				j, err = apps.RunJobNow(ctx, tx, a.ID, xpromo.JobGate, clock.Now())
+				return err
+			}))
+			return j
+		}
+		reg := gateJobs()
+		require.Len(t, reg, 1)
+
+		// Due already: it is the one.
+		assert.Equal(t, reg[0].ID, runNow().ID)
+		// Queued for later (a follow-up): brought forward, not doubled.
+		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			moved, err := tx.RescheduleJob(ctx, reg[0].ID, clock.Now().Add(time.Hour))
+			assert.True(t, moved)
+			return err
+		}))
+		clock.Advance(time.Minute)
+		j := runNow()
+		assert.Equal(t, reg[0].ID, j.ID)
+		got := gateJobs()
+		require.Len(t, got, 1)
+		assert.Equal(t, clock.Now(), got[0].RunAfter)
+		assert.Equal(t, xpromo.JobQueued, got[0].Status)
+
+		// Once the job ran, nothing is queued: a new one is, now.
+		runner := &jobs.Runner[storage.Tx]{Update: s.Update, Now: clock.Now, Holder: "test"}
+		runner.Handle(xpromo.JobGate, time.Minute, func(context.Context, apps.Job) (jobs.Outcome[storage.Tx], error) {
+			return jobs.Outcome[storage.Tx]{}, nil
+		})
+		n, err := runner.RunDue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			moved, err := tx.RescheduleJob(ctx, reg[0].ID, clock.Now())
+			assert.False(t, moved, "a finished job is not rescheduled")
+			return err
+		}))
+		j = runNow()
+		assert.NotEqual(t, reg[0].ID, j.ID)
+		got = gateJobs()
+		require.Len(t, got, 2)
+		assert.Equal(t, []xpromo.JobStatus{xpromo.JobSucceeded, xpromo.JobQueued}, []xpromo.JobStatus{got[0].Status, got[1].Status})
+		assert.Equal(t, clock.Now(), got[1].RunAfter)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/ids"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // next lists the statuses each status may move to through Transition. A
@@ -94,6 +95,27 @@ func statusBeforeSuspension(ctx context.Context, tx Tx, appID string) (xpromo.Ap
 	return "", nil
 }
 
+// Reasons of the suspensions that mean fraud. The lifecycle review
+// suspends for the first two; an operator suspends with reason exactly
+// "fraud".
+const (
+	ReasonFraudRate     = "fraud_rate_exceeded" // the lifecycle review: fraud rate as publisher over the bar
+	ReasonChurn         = "churn_exceeded"      // the lifecycle review: the installs it published do not stick
+	ReasonOperatorFraud = "fraud"               // an operator's suspend, with this reason
+	ReasonCanaryFailed  = "canary_failed"       // the lifecycle review: its SDK key signed clicks for canaries
+)
+
+// FraudSuspensions are the suspension reasons of the fraud class: the
+// lifecycle review claws back the cleared earnings of a publisher
+// suspended for one of them, and the sweep refunds, rather than pays, the
+// chains such a publisher sent (docs/apps.md "Lifecycle").
+var FraudSuspensions = []string{ReasonFraudRate, ReasonChurn, ReasonCanaryFailed, ReasonOperatorFraud}
+
+// SuspendedForFraud reports whether a suspension with this reason (the
+// reason of the history row that suspended the app, matched exactly) is of
+// the fraud class.
+func SuspendedForFraud(reason string) bool { return slices.Contains(FraudSuspensions, reason) }
+
 // Action is an operator action on an app.
 type Action string
 
@@ -176,6 +198,11 @@ func (s *Service) Act(ctx context.Context, appID string, action Action, reason s
 		view = AppView{App: a, History: h}
 		return err
 	})
+	if err == nil && s.StatusChanged != nil {
+		// After the commit of the request's unit (an Idempotency-Key
+		// request commits with its stored answer), at once otherwise.
+		txunit.AfterCommit(ctx, func() { s.StatusChanged(appID) })
+	}
 	return view, err
 }
 

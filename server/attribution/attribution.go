@@ -156,12 +156,17 @@ type FillCount struct {
 }
 
 // Due is a chain the sweep has claimed, with what settling it needs: the
-// publisher's earn mode, and the advertiser's status (the go-live rule only
-// concerns approved and throttled apps).
+// publisher's earn mode and, when the publisher is suspended, the reason
+// of its suspension (a publisher suspended for fraud is not paid), and the
+// advertiser's status (the go-live rule only concerns approved and
+// throttled apps).
 type Due struct {
 	Chain
 	PublisherEarnMode ledger.EarnMode
-	AdvertiserStatus  xpromo.AppStatus
+	// PublisherSuspension is the reason of the history row that suspended
+	// the publisher, "" unless the publisher is suspended now.
+	PublisherSuspension string
+	AdvertiserStatus    xpromo.AppStatus
 }
 
 // ChainStats are the chain aggregates of one advertiser app over a period

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/txunit"
@@ -26,8 +27,10 @@ type SweepResult struct {
 // Sweep settles every chain due now, batch after batch, until none is left:
 // activated_48h chains clear (ledger.Clear: the advertiser's hold is
 // released and charged, the publisher earns in its earn mode, the platform
-// keeps the take) and installed chains whose 72-hour window closed without
-// a heartbeat are refunded (ledger.EscrowRelease). Each batch is one
+// keeps the take) — unless their publisher is suspended for fraud, then
+// they are refunded (ledger.EscrowRelease, reason publisher_suspended) —
+// and installed chains whose 72-hour window closed without a heartbeat are
+// refunded (ledger.EscrowRelease, reason not_activated). Each batch is one
 // transaction holding the chains' state changes, their ledger lines and
 // their outbox events; on PostgreSQL the batch is claimed with FOR UPDATE
 // SKIP LOCKED, so several servers sweep at once without overlapping. Tests
@@ -77,7 +80,7 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 		}
 		ops := make([]ledger.Operation, len(due))
 		for i, d := range due {
-			if d.State == StateActivated {
+			if d.State == StateActivated && !refundActivated(d) {
 				mode := d.PublisherEarnMode
 				if mode == "" {
 					mode = ledger.EarnCash
@@ -103,10 +106,15 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 				continue
 			}
 			c, prev := d.Chain, d.State
-			if prev == StateActivated {
+			switch {
+			case prev == StateActivated && refundActivated(d):
+				c.State, c.Reason = StateRefunded, ReasonPublisherSuspended
+				res.Refunded++
+				refunds = append(refunds, c)
+			case prev == StateActivated:
 				c.State = StateCleared
 				res.Cleared++
-			} else {
+			default:
 				c.State, c.Reason = StateRefunded, ReasonNotActivated
 				res.Refunded++
 				refunds = append(refunds, c)
@@ -114,7 +122,7 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 			// The go-live rule changes nothing for apps already live (or
 			// suspended): skip its queries for them.
 			trading := d.AdvertiserStatus == xpromo.AppStatusApproved || d.AdvertiserStatus == xpromo.AppStatusThrottled
-			if prev == StateActivated && trading && !slices.Contains(advertisers, c.AdvertiserAppID) {
+			if c.State == StateCleared && trading && !slices.Contains(advertisers, c.AdvertiserAppID) {
 				advertisers = append(advertisers, c.AdvertiserAppID)
 			}
 			c.ResolvedAt, c.UpdatedAt = now, now
@@ -155,6 +163,11 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 	})
 	return res, claimed, nil
 }
+
+// refundActivated reports whether an activated chain is refunded rather
+// than cleared: its publisher is suspended for fraud, so paying it would
+// only be clawed back by the next lifecycle review.
+func refundActivated(d Due) bool { return apps.SuspendedForFraud(d.PublisherSuspension) }
 
 // SpendToday returns, per campaign, the prices of its chains installed on
 // the UTC day starting dayStart and not refunded or rejected: today's holds

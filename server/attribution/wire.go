@@ -11,6 +11,12 @@ import (
 // its activation window.
 const ReasonNotActivated = string(xpromo.NotActivated)
 
+// ReasonPublisherSuspended is the reason of a chain the sweep refunded
+// instead of clearing it: it activated, but its publisher is suspended for
+// fraud (apps.SuspendedForFraud), so the advertiser gets its money back
+// and the publisher is not paid.
+const ReasonPublisherSuspended = string(xpromo.PublisherSuspended)
+
 func optTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil

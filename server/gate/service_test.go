@@ -303,6 +303,10 @@ func TestGateApprovesAfterTheContactAnswers(t *testing.T) {
 
 		w.follow(a.ContactEmail)
 		assert.Contains(t, w.score(a.ID).Reasons, apps.ReasonGatePending, "the answer queued the gate at once")
+		js = w.gateJobs(a.ID)
+		require.Len(t, js, 2, "the job queued at the expiry was brought forward: no new one")
+		assert.Equal(t, xpromo.JobQueued, js[1].Status)
+		assert.Equal(t, w.clock.Now(), js[1].RunAfter)
 		assert.Equal(t, 1, w.run())
 		sc = w.score(a.ID)
 		assert.Equal(t, xpromo.AppStatusApproved, sc.Status)
@@ -319,10 +323,13 @@ func TestGateApprovesAfterTheContactAnswers(t *testing.T) {
 		assert.Equal(t, xpromo.AppStatusApproved, evs[len(evs)-1].Status)
 		assert.True(t, evs[len(evs)-1].Gate.ContactVerified)
 
-		// The re-check queued at the expiry runs on an approved app: it
-		// records its result and moves nothing.
+		// No gate job is left queued at the challenge's expiry: nothing
+		// runs the checks again on the approved app then.
+		for _, j := range w.gateJobs(a.ID) {
+			assert.Equal(t, xpromo.JobSucceeded, j.Status, "%+v", j)
+		}
 		w.clock.Advance(contact.DefaultTTL)
-		assert.Equal(t, 1, w.run())
+		assert.Equal(t, 0, w.run())
 		assert.Equal(t, xpromo.AppStatusApproved, w.score(a.ID).Status)
 		assert.Equal(t, 1, countTo(w.inbox, a.ContactEmail), "no second email")
 	})

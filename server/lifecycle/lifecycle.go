@@ -40,10 +40,13 @@ type Tx interface {
 	outbox.Writer
 
 	// ReviewSignals returns the Signals of every app whose status is one of
-	// Reviewed, counting claims from since (or from the app's last
-	// reinstatement, when later) and upheld complaints from the app's last
-	// reinstatement, in app id order.
-	ReviewSignals(ctx context.Context, since time.Time) ([]Signals, error)
+	// Reviewed, counting claims and installs from since and upheld
+	// complaints resolved from complaintsSince (each from the app's last
+	// reinstatement instead, when later), in app id order.
+	ReviewSignals(ctx context.Context, since, complaintsSince time.Time) ([]Signals, error)
+	// UpheldComplaints counts the upheld complaints about the app resolved
+	// at or after since and after its last reinstatement.
+	UpheldComplaints(ctx context.Context, appID string, since time.Time) (int64, error)
 	// CanaryClicks counts, for each app with any, the canary clicks
 	// recorded since its last reinstatement (Signals.CanaryClicks).
 	CanaryClicks(ctx context.Context) (map[string]int64, error)
@@ -67,10 +70,11 @@ type Service struct {
 	Apps   *apps.Service
 	Rules  Rules
 	Log    *slog.Logger
-	// Suspended is called after the commit of each suspension the review
-	// makes (the server invalidates delivery, so the app's campaigns stop
-	// at once); nil: nothing.
-	Suspended func(appID string)
+	// StatusChanged is called after the commit of each suspension or
+	// reinstatement the review makes (the server drops its cached record of
+	// the app and invalidates delivery, so the app's fills and campaigns
+	// stop, or start again, at once); nil: nothing.
+	StatusChanged func(appID string)
 }
 
 // ClawbackBatch is how many candidate chains one read of the clawback
@@ -80,6 +84,7 @@ const ClawbackBatch = 200
 // Result counts what a review did.
 type Result struct {
 	Suspended  []string // the apps suspended, in app id order
+	Reinstated []string // the apps reinstated by a clean review, in app id order
 	ClawedBack int      // chains clawed back
 	Refunded   int64    // cents refunded to advertisers by those clawbacks
 	Failed     int      // chains whose clawback failed (logged; retried by the next review)
@@ -96,8 +101,10 @@ func (s *Service) log() *slog.Logger {
 
 // Review runs one lifecycle review: it suspends every approved, throttled
 // or live app whose signals cross the bar (Rules.Verdict), each in its own
-// transaction with its history row and score.updated, then claws back the
-// cleared chains of every app suspended for fraud (by the review or by an
+// transaction with its history row and score.updated; reinstates every app
+// it suspended for complaints whose upheld complaints in the window fell
+// below the bar (Rules.Cleared); then claws back the cleared chains of every
+// app suspended for fraud (apps.FraudSuspensions: by the review, or by an
 // operator with reason "fraud"), one transaction per chain. Running it
 // again changes nothing more; a review cut short is finished by the next.
 func (s *Service) Review(ctx context.Context) (Result, error) {
@@ -106,7 +113,7 @@ func (s *Service) Review(ctx context.Context) (Result, error) {
 	now := s.now()
 	var signals []Signals
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		signals, err = tx.ReviewSignals(ctx, now.Add(-r.FraudWindow))
+		signals, err = tx.ReviewSignals(ctx, now.Add(-r.FraudWindow), now.Add(-r.ComplaintsWindow))
 		if err != nil {
 			return err
 		}
@@ -131,16 +138,26 @@ func (s *Service) Review(ctx context.Context) (Result, error) {
 		if suspended {
 			res.Suspended = append(res.Suspended, sig.AppID)
 			s.log().Warn("app suspended by the lifecycle review", "app_id", sig.AppID, "reason", v.Reason,
-				"claims", sig.Claims, "fraud_rejected", sig.FraudRejected, "upheld_complaints", sig.Upheld, "canary_clicks", sig.CanaryClicks)
+				"claims", sig.Claims, "fraud_rejected", sig.FraudRejected, "decided", sig.Decided,
+				"retained", sig.Retained, "upheld_complaints", sig.Upheld, "canary_clicks", sig.CanaryClicks)
 		}
 	}
-	var sus []Suspension
-	err = s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		sus, err = tx.Suspensions(ctx)
-		return err
-	})
+	sus, err := s.suspensions(ctx)
 	if err != nil {
 		return res, err
+	}
+	for _, su := range sus {
+		if su.Reason != ReasonComplaints || su.Actor != apps.ActorSystem {
+			continue
+		}
+		reinstated, err := s.reinstate(ctx, su, now.Add(-r.ComplaintsWindow), r)
+		if err != nil {
+			return res, err
+		}
+		if reinstated {
+			res.Reinstated = append(res.Reinstated, su.AppID)
+			s.log().Info("app reinstated by a clean lifecycle review", "app_id", su.AppID)
+		}
 	}
 	for _, su := range sus {
 		if !ClawsBack(su.Reason) {
@@ -169,8 +186,55 @@ func (s *Service) suspend(ctx context.Context, appID string, v Verdict) (bool, e
 		moved = true
 		return nil
 	})
-	if err == nil && moved && s.Suspended != nil {
-		s.Suspended(appID) // committed: the review runs outside any unit of work
+	if err == nil && moved && s.StatusChanged != nil {
+		s.StatusChanged(appID) // committed: the review runs outside any unit of work
+	}
+	return moved, err
+}
+
+func (s *Service) suspensions(ctx context.Context) ([]Suspension, error) {
+	var sus []Suspension
+	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
+		sus, err = tx.Suspensions(ctx)
+		return err
+	})
+	return sus, err
+}
+
+// reinstate lifts a suspension the review made for complaints once the
+// upheld complaints resolved from complaintsSince (and since the app's last
+// reinstatement) no longer reach the bar: back to the status before it,
+// actor system, reason clean_review. In its transaction it checks that the
+// app is still under that very suspension (an operator may have reinstated
+// it, or suspended it again for another reason, since it was read).
+func (s *Service) reinstate(ctx context.Context, su Suspension, complaintsSince time.Time, r Rules) (bool, error) {
+	var moved bool
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		moved = false
+		a, ok, err := tx.GetApp(ctx, su.AppID, true)
+		if err != nil || !ok || a.Status != xpromo.AppStatusSuspended {
+			return err
+		}
+		h, err := tx.AppStatusHistory(ctx, su.AppID)
+		if err != nil || len(h) == 0 {
+			return err
+		}
+		last := h[len(h)-1]
+		if last.To != xpromo.AppStatusSuspended || last.Reason != ReasonComplaints || last.Actor != apps.ActorSystem {
+			return nil
+		}
+		upheld, err := tx.UpheldComplaints(ctx, su.AppID, complaintsSince)
+		if err != nil || !r.Cleared(upheld) {
+			return err
+		}
+		if _, err := s.Apps.Reinstate(ctx, tx, su.AppID, ReasonCleanReview, apps.ActorSystem); err != nil {
+			return err
+		}
+		moved = true
+		return nil
+	})
+	if err == nil && moved && s.StatusChanged != nil {
+		s.StatusChanged(su.AppID)
 	}
 	return moved, err
 }

@@ -1,7 +1,10 @@
 // Package lifecycle moves app statuses by themselves where the network's
 // own data decides: a periodic review (Service.Review) suspends approved,
-// throttled and live apps whose fraud rate as publisher, canary clicks or
-// upheld complaints cross the bar, and claws back the cleared earnings of an app
+// throttled and live apps whose fraud rate as publisher, whose churn (the
+// installs they sent that did not stick), whose canary clicks or whose
+// upheld complaints cross the bar, reinstates an app it suspended for
+// complaints once they have aged out of the window, and claws back the
+// cleared earnings of an app
 // suspended for fraud, one chain per transaction, exactly once.
 //
 // The thresholds are Rules (docs/apps.md "Lifecycle"); deciding from the
@@ -32,12 +35,30 @@ type Rules struct {
 	// FraudMaxRate is the fraud rate (claims rejected with a fraud_ code ÷
 	// claims) at or above which an app is suspended (0.3).
 	FraudMaxRate float64
+	// ChurnMinDecided is the smallest sample the churn rule judges (20
+	// decided installs): installs the app sent as publisher in the fraud
+	// window (from its last reinstatement, if later) whose activation
+	// window closed — retained (activated_48h, cleared) or refunded
+	// not_activated.
+	ChurnMinDecided int64
+	// ChurnMinRetention is the share of those decided installs that must
+	// be retained (0.2): below it the app is suspended for churn
+	// (churn_exceeded, fraud class: installs that do not stick are farmed
+	// or incentivised).
+	ChurnMinRetention float64
 	// MaxUpheldComplaints is the number of upheld complaints about an app,
-	// resolved since its last reinstatement, that suspends it (3).
+	// resolved in the complaints window and since its last reinstatement,
+	// that suspends it (3).
 	MaxUpheldComplaints int64
+	// ComplaintsWindow is how long an upheld complaint counts against an
+	// app (90 days): a review reinstates an app it suspended for
+	// complaints once fewer than MaxUpheldComplaints are left in it.
+	ComplaintsWindow time.Duration
 	// ClawbackWindow is how long before its suspension for fraud a chain
-	// may have cleared and still be clawed back (30 days). Chains that
-	// clear while the app stays suspended are clawed back too.
+	// may have cleared and still be clawed back (30 days). A chain that
+	// clears anyway while the app stays suspended (the sweep read its status
+	// just before the suspension committed; otherwise the sweep refunds it)
+	// is clawed back too.
 	ClawbackWindow time.Duration
 	// ReviewEvery is how often the server runs the review (5 minutes).
 	ReviewEvery time.Duration
@@ -60,7 +81,10 @@ const (
 	DefaultFraudWindow         = 7 * 24 * time.Hour
 	DefaultFraudMinClaims      = 20
 	DefaultFraudMaxRate        = 0.3
+	DefaultChurnMinDecided     = 20
+	DefaultChurnMinRetention   = 0.2
 	DefaultMaxUpheldComplaints = 3
+	DefaultComplaintsWindow    = 90 * 24 * time.Hour
 	DefaultClawbackWindow      = 30 * 24 * time.Hour
 	DefaultReviewEvery         = 5 * time.Minute
 	DefaultCanaryMaxClicks     = 1
@@ -80,8 +104,17 @@ func (r Rules) WithDefaults() Rules {
 	if r.FraudMaxRate <= 0 {
 		r.FraudMaxRate = DefaultFraudMaxRate
 	}
+	if r.ChurnMinDecided <= 0 {
+		r.ChurnMinDecided = DefaultChurnMinDecided
+	}
+	if r.ChurnMinRetention <= 0 {
+		r.ChurnMinRetention = DefaultChurnMinRetention
+	}
 	if r.MaxUpheldComplaints <= 0 {
 		r.MaxUpheldComplaints = DefaultMaxUpheldComplaints
+	}
+	if r.ComplaintsWindow <= 0 {
+		r.ComplaintsWindow = DefaultComplaintsWindow
 	}
 	if r.ClawbackWindow <= 0 {
 		r.ClawbackWindow = DefaultClawbackWindow
@@ -101,25 +134,26 @@ func (r Rules) WithDefaults() Rules {
 	return r
 }
 
-// Reason codes of the suspensions the review makes (app_status_history,
-// the score's reasons).
+// Reason codes of the moves the review makes (app_status_history, the
+// score's reasons).
 const (
-	ReasonFraudRate  = "fraud_rate_exceeded" // actor fraud; its cleared earnings are clawed back
-	ReasonComplaints = "complaints_upheld"   // actor system; no clawback
+	ReasonFraudRate   = apps.ReasonFraudRate // actor fraud; its cleared earnings are clawed back
+	ReasonChurn       = apps.ReasonChurn     // actor fraud; its cleared earnings are clawed back
+	ReasonComplaints  = "complaints_upheld"  // actor system; no clawback
+	ReasonCleanReview = "clean_review"       // actor system: a complaints suspension lifted
 	// ReasonCanaryFailed: the app clicked canaries (actor fraud); its
 	// cleared earnings are clawed back.
-	ReasonCanaryFailed = "canary_failed"
+	ReasonCanaryFailed = apps.ReasonCanaryFailed
 )
 
 // ReasonFraud is the reason an operator gives to suspend an app for fraud:
 // `suspend` with reason "fraud" claws back like fraud_rate_exceeded.
-const ReasonFraud = "fraud"
+const ReasonFraud = apps.ReasonOperatorFraud
 
 // ClawsBack reports whether a suspension with this reason claws back the
-// app's cleared earnings as publisher.
-func ClawsBack(reason string) bool {
-	return reason == ReasonFraudRate || reason == ReasonFraud || reason == ReasonCanaryFailed
-}
+// app's cleared earnings as publisher: the fraud class
+// (apps.FraudSuspensions, which the sweep also reads).
+func ClawsBack(reason string) bool { return apps.SuspendedForFraud(reason) }
 
 // Reviewed are the statuses the review may suspend.
 var Reviewed = []xpromo.AppStatus{xpromo.AppStatusApproved, xpromo.AppStatusThrottled, xpromo.AppStatusLive}
@@ -136,8 +170,12 @@ type Signals struct {
 	Claims int64
 	// FraudRejected counts those of Claims rejected with a fraud_ code.
 	FraudRejected int64
-	// Upheld counts the upheld complaints about the app resolved since its
-	// last reinstatement (ever, if it was never suspended).
+	// Decided counts the installs of Claims whose activation window
+	// closed: retained (activated_48h or cleared) or refunded
+	// not_activated. Retained counts the retained ones.
+	Decided, Retained int64
+	// Upheld counts the upheld complaints about the app resolved in the
+	// complaints window and since its last reinstatement.
 	Upheld int64
 	// CanaryClicks counts the canaries whose click token the app's SDK key
 	// signed since its last reinstatement (ever, if never suspended).
@@ -147,16 +185,20 @@ type Signals struct {
 // Verdict is what the review decides for one app.
 type Verdict struct {
 	Suspend bool
-	Reason  string // ReasonFraudRate, ReasonCanaryFailed or ReasonComplaints
+	Reason  string // ReasonFraudRate, ReasonChurn, ReasonCanaryFailed or ReasonComplaints
 	Actor   string // apps.ActorFraud or apps.ActorSystem
 }
 
-// Verdict decides whether the app the signals describe is suspended: fraud
-// first (the fraud rate, then canaries; both claw back), then complaints.
+// Verdict decides whether the app the signals describe is suspended: the
+// fraud class first (it also claws back) — fraud rate, then churn, then
+// canaries — then complaints.
 func (r Rules) Verdict(s Signals) Verdict {
 	r = r.WithDefaults()
 	if s.Claims >= r.FraudMinClaims && float64(s.FraudRejected) >= r.FraudMaxRate*float64(s.Claims) {
 		return Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
+	}
+	if r.Churned(s) {
+		return Verdict{Suspend: true, Reason: ReasonChurn, Actor: apps.ActorFraud}
 	}
 	if s.CanaryClicks >= r.CanaryMaxClicks {
 		return Verdict{Suspend: true, Reason: ReasonCanaryFailed, Actor: apps.ActorFraud}
@@ -166,3 +208,16 @@ func (r Rules) Verdict(s Signals) Verdict {
 	}
 	return Verdict{}
 }
+
+// Churned reports whether the installs the app sent as publisher churn:
+// on at least ChurnMinDecided decided installs, the retained share is below
+// ChurnMinRetention.
+func (r Rules) Churned(s Signals) bool {
+	r = r.WithDefaults()
+	return s.Decided >= r.ChurnMinDecided && float64(s.Retained) < r.ChurnMinRetention*float64(s.Decided)
+}
+
+// Cleared reports whether an app the review suspended for complaints has a
+// clean record again: fewer than MaxUpheldComplaints upheld complaints left
+// in the complaints window.
+func (r Rules) Cleared(upheld int64) bool { return upheld < r.WithDefaults().MaxUpheldComplaints }

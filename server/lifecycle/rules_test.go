@@ -9,8 +9,9 @@ import (
 )
 
 func TestVerdict(t *testing.T) {
-	r := Rules{} // the defaults: 20 claims, 0.3, 3 complaints
+	r := Rules{} // the defaults: 20 claims, 0.3; 20 decided, 0.2; 3 complaints
 	fraud := Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
+	churn := Verdict{Suspend: true, Reason: ReasonChurn, Actor: apps.ActorFraud}
 	complaints := Verdict{Suspend: true, Reason: ReasonComplaints, Actor: apps.ActorSystem}
 	canary := Verdict{Suspend: true, Reason: ReasonCanaryFailed, Actor: apps.ActorFraud}
 	for _, c := range []struct {
@@ -29,6 +30,13 @@ func TestVerdict(t *testing.T) {
 		{Signals{CanaryClicks: 1}, canary},                               // one canary click (the default bar)
 		{Signals{CanaryClicks: 1, Upheld: 3}, canary},                    // canaries before complaints: they claw back
 		{Signals{Claims: 20, FraudRejected: 20, CanaryClicks: 4}, fraud}, // the fraud rate first
+		{Signals{Claims: 19, Decided: 19, Retained: 0}, Verdict{}},               // churn: below the minimum sample
+		{Signals{Claims: 20, Decided: 20, Retained: 4}, Verdict{}},               // 0.2 retained: at the bar, not below
+		{Signals{Claims: 20, Decided: 20, Retained: 3}, churn},                   // 0.15
+		{Signals{Claims: 1000, Decided: 1000, Retained: 199}, churn},             // just under
+		{Signals{Claims: 20, FraudRejected: 6, Decided: 20, Retained: 0}, fraud}, // the fraud rate is judged first
+		{Signals{Claims: 20, Decided: 20, Retained: 0, Upheld: 5}, churn},        // churn claws back: before complaints
+		{Signals{Claims: 40, Decided: 20, Retained: 10, Upheld: 0}, Verdict{}},   // undecided installs do not count
 	} {
 		assert.Equal(t, c.want, r.Verdict(c.s), "%+v", c.s)
 	}
@@ -39,13 +47,25 @@ func TestVerdict(t *testing.T) {
 	lenient := Rules{CanaryMaxClicks: 3}
 	assert.Equal(t, Verdict{}, lenient.Verdict(Signals{CanaryClicks: 2}))
 	assert.Equal(t, canary, lenient.Verdict(Signals{CanaryClicks: 3}))
+	custom = Rules{ChurnMinDecided: 2, ChurnMinRetention: 1}
+	assert.Equal(t, churn, custom.Verdict(Signals{Decided: 2, Retained: 1}))
+	assert.Equal(t, Verdict{}, custom.Verdict(Signals{Decided: 2, Retained: 2}))
+}
+
+func TestCleared(t *testing.T) {
+	assert.True(t, Rules{}.Cleared(2))
+	assert.False(t, Rules{}.Cleared(3), "the bar that suspends does not reinstate")
+	assert.True(t, Rules{MaxUpheldComplaints: 1}.Cleared(0))
+	assert.False(t, Rules{MaxUpheldComplaints: 1}.Cleared(1))
 }
 
 func TestClawsBack(t *testing.T) {
 	assert.True(t, ClawsBack(ReasonFraudRate))
 	assert.True(t, ClawsBack("fraud"))
 	assert.True(t, ClawsBack(ReasonCanaryFailed))
+	assert.True(t, ClawsBack(ReasonChurn))
 	assert.False(t, ClawsBack(ReasonComplaints))
+	assert.False(t, ClawsBack(ReasonCleanReview))
 	assert.False(t, ClawsBack("Fraud"), "operator reasons are matched exactly")
 	assert.False(t, ClawsBack(""))
 }
@@ -54,7 +74,8 @@ func TestWithDefaults(t *testing.T) {
 	d := Rules{}.WithDefaults()
 	assert.Equal(t, Rules{
 		FraudWindow: DefaultFraudWindow, FraudMinClaims: DefaultFraudMinClaims, FraudMaxRate: DefaultFraudMaxRate,
-		MaxUpheldComplaints: DefaultMaxUpheldComplaints, ClawbackWindow: DefaultClawbackWindow, ReviewEvery: DefaultReviewEvery,
+		ChurnMinDecided: DefaultChurnMinDecided, ChurnMinRetention: DefaultChurnMinRetention,
+		MaxUpheldComplaints: DefaultMaxUpheldComplaints, ComplaintsWindow: DefaultComplaintsWindow, ClawbackWindow: DefaultClawbackWindow, ReviewEvery: DefaultReviewEvery,
 		LiveMinCleared: DefaultLiveMinCleared, LiveMinRetention: DefaultLiveMinRetention, CanaryMaxClicks: DefaultCanaryMaxClicks,
 	}, d)
 	assert.Equal(t, d, d.WithDefaults())

@@ -125,6 +125,13 @@ func (t *tx) InsertJob(ctx context.Context, j apps.Job) error {
 	return wrap(err, "inserting a job")
 }
 
+// RescheduleJob waits for a runner's claim of the row, if one holds it,
+// and then finds the job running: nothing is written.
+func (t *tx) RescheduleJob(ctx context.Context, jobID string, runAfter time.Time) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE jobs SET run_after = $2 WHERE id = $1 AND status = 'queued'`, jobID, runAfter)
+	return n == 1, wrap(err, "rescheduling a job")
+}
+
 func (t *tx) AppJobs(ctx context.Context, appID string) ([]apps.Job, error) {
 	var out []apps.Job
 	err := t.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE app_id = $1 ORDER BY created_at, id`,

@@ -360,16 +360,18 @@ func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) (
 ), closed AS (
   SELECT id FROM chains WHERE state = 'installed' AND installed_at <= $2 ORDER BY installed_at LIMIT $1 FOR UPDATE SKIP LOCKED
 )
-SELECT `+chainColumnsOfC+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
+SELECT `+chainColumnsOfC+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, ''),
+  CASE WHEN a.status = 'suspended' THEN coalesce((SELECT h.reason FROM app_status_history h
+    WHERE h.app_id = a.id AND h.to_status = 'suspended' ORDER BY h.seq DESC LIMIT 1), '') ELSE '' END
 FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id LEFT JOIN apps v ON v.id = c.advertiser_app_id
 WHERE c.id IN (SELECT id FROM activated UNION ALL SELECT id FROM closed)
 ORDER BY c.id`, []any{limit, closedBefore}, func(rows pgx.Rows) error {
-		var mode, status string
-		c, err := scanChain(rows, &mode, &status)
+		var mode, status, suspension string
+		c, err := scanChain(rows, &mode, &status, &suspension)
 		if err != nil {
 			return err
 		}
-		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode), AdvertiserStatus: xpromo.AppStatus(status)})
+		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode), PublisherSuspension: suspension, AdvertiserStatus: xpromo.AppStatus(status)})
 		return nil
 	})
 	return out, wrap(err, "claiming due chains")

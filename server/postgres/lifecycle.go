@@ -17,8 +17,10 @@ var _ lifecycle.Tx = (*tx)(nil)
 
 // reviewSignals counts, for each app the review judges, its verified claims
 // as publisher and those rejected for fraud since $1 or its last
-// reinstatement (r.at; greatest ignores a NULL), and its upheld complaints
-// since that reinstatement.
+// reinstatement (r.at; greatest ignores a NULL), of those its decided
+// installs (activation window closed: retained, or refunded not_activated)
+// and the retained ones, and its upheld complaints resolved from $2 and
+// after that reinstatement.
 const reviewSignals = `WITH r AS (
   SELECT app_id, max(at) AS at FROM app_status_history WHERE from_status = 'suspended' GROUP BY app_id
 )
@@ -27,17 +29,23 @@ SELECT a.id, a.status,
      AND c.created_at >= greatest($1::timestamptz, r.at) AND (c.installed_at IS NOT NULL OR c.state = 'rejected')),
   (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
      AND c.created_at >= greatest($1::timestamptz, r.at) AND c.state = 'rejected' AND c.reason LIKE 'fraud\_%'),
-  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND (r.at IS NULL OR k.resolved_at > r.at))
+  (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
+     AND c.created_at >= greatest($1::timestamptz, r.at)
+     AND (c.state IN ('activated_48h', 'cleared') OR (c.state = 'refunded' AND c.reason = 'not_activated'))),
+  (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
+     AND c.created_at >= greatest($1::timestamptz, r.at) AND c.state IN ('activated_48h', 'cleared')),
+  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld'
+     AND k.resolved_at >= $2 AND (r.at IS NULL OR k.resolved_at > r.at))
 FROM apps a LEFT JOIN r ON r.app_id = a.id
 WHERE a.status IN ('approved', 'throttled', 'live')
 ORDER BY a.id`
 
-func (t *tx) ReviewSignals(ctx context.Context, since time.Time) ([]lifecycle.Signals, error) {
+func (t *tx) ReviewSignals(ctx context.Context, since, complaintsSince time.Time) ([]lifecycle.Signals, error) {
 	var out []lifecycle.Signals
-	err := t.query(ctx, reviewSignals, []any{since}, func(rows pgx.Rows) error {
+	err := t.query(ctx, reviewSignals, []any{since, complaintsSince}, func(rows pgx.Rows) error {
 		var s lifecycle.Signals
 		var status string
-		if err := rows.Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Upheld); err != nil {
+		if err := rows.Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Decided, &s.Retained, &s.Upheld); err != nil {
 			return err
 		}
 		s.Status = xpromo.AppStatus(status)
@@ -45,6 +53,15 @@ func (t *tx) ReviewSignals(ctx context.Context, since time.Time) ([]lifecycle.Si
 		return nil
 	})
 	return out, wrap(err, "reading the lifecycle review's signals")
+}
+
+func (t *tx) UpheldComplaints(ctx context.Context, appID string, since time.Time) (int64, error) {
+	var n int64
+	err := t.queryRow(ctx, `SELECT count(*) FROM complaints k
+WHERE k.app_id = $1 AND k.status = 'upheld' AND k.resolved_at >= $2
+  AND k.resolved_at > coalesce((SELECT max(at) FROM app_status_history WHERE app_id = $1 AND from_status = 'suspended'), '-infinity')`,
+		[]any{appID, since}, &n)
+	return n, wrap(err, "counting an app's upheld complaints")
 }
 
 // suspensions is the last move to suspended of each app suspended now.

@@ -239,7 +239,9 @@ func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID strin
 }
 
 func (t *tx) DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]attribution.Due, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+chainColumnsOfC+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, '')
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+chainColumnsOfC+`, coalesce(a.earn_mode, 'cash'), coalesce(v.status, ''),
+  CASE WHEN a.status = 'suspended' THEN coalesce((SELECT h.reason FROM app_status_history h
+    WHERE h.app_id = a.id AND h.to_status = 'suspended' ORDER BY h.seq DESC LIMIT 1), '') ELSE '' END
 FROM chains c LEFT JOIN apps a ON a.id = c.publisher_app_id LEFT JOIN apps v ON v.id = c.advertiser_app_id
 WHERE c.id IN (
   SELECT id FROM (SELECT id FROM chains WHERE state = 'activated_48h' ORDER BY activated_at LIMIT ?)
@@ -252,12 +254,12 @@ ORDER BY c.id LIMIT ?`, limit, micros(closedBefore), limit, limit)
 	defer rows.Close()
 	var out []attribution.Due
 	for rows.Next() {
-		var mode, status string
-		c, err := scanChain(rows, &mode, &status)
+		var mode, status, suspension string
+		c, err := scanChain(rows, &mode, &status, &suspension)
 		if err != nil {
 			return nil, wrap(err)
 		}
-		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode), AdvertiserStatus: xpromo.AppStatus(status)})
+		out = append(out, attribution.Due{Chain: c, PublisherEarnMode: ledger.EarnMode(mode), PublisherSuspension: suspension, AdvertiserStatus: xpromo.AppStatus(status)})
 	}
 	return out, wrap(rows.Err())
 }

@@ -15,7 +15,10 @@ var _ lifecycle.Tx = (*tx)(nil)
 
 // reviewSignals counts, for each app the review judges, its verified claims
 // as publisher and those rejected for fraud since ?1 or its last
-// reinstatement (r.at), and its upheld complaints resolved after that reinstatement.
+// reinstatement (r.at), whichever is later, of those its decided installs
+// (activation window closed: retained, or refunded not_activated) and the
+// retained ones, and its upheld complaints resolved from ?2 and after that
+// reinstatement.
 const reviewSignals = `WITH r AS (
   SELECT app_id, max(at) AS at FROM app_status_history WHERE from_status = 'suspended' GROUP BY app_id
 )
@@ -24,13 +27,19 @@ SELECT a.id, a.status,
      AND c.created_at >= max(?1, coalesce(r.at, 0)) AND (c.installed_at > 0 OR c.state = 'rejected')),
   (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
      AND c.created_at >= max(?1, coalesce(r.at, 0)) AND c.state = 'rejected' AND c.reason LIKE 'fraud\_%' ESCAPE '\'),
-  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld' AND k.resolved_at > coalesce(r.at, -1))
+  (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
+     AND c.created_at >= max(?1, coalesce(r.at, 0))
+     AND (c.state IN ('activated_48h', 'cleared') OR (c.state = 'refunded' AND c.reason = 'not_activated'))),
+  (SELECT count(*) FROM chains c WHERE c.publisher_app_id = a.id AND c.nonce IS NOT NULL
+     AND c.created_at >= max(?1, coalesce(r.at, 0)) AND c.state IN ('activated_48h', 'cleared')),
+  (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld'
+     AND k.resolved_at >= ?2 AND k.resolved_at > coalesce(r.at, -1))
 FROM apps a LEFT JOIN r ON r.app_id = a.id
 WHERE a.status IN ('approved', 'throttled', 'live')
 ORDER BY a.id`
 
-func (t *tx) ReviewSignals(ctx context.Context, since time.Time) ([]lifecycle.Signals, error) {
-	rows, err := t.tx.QueryContext(ctx, reviewSignals, micros(since))
+func (t *tx) ReviewSignals(ctx context.Context, since, complaintsSince time.Time) ([]lifecycle.Signals, error) {
+	rows, err := t.tx.QueryContext(ctx, reviewSignals, micros(since), micros(complaintsSince))
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -39,13 +48,22 @@ func (t *tx) ReviewSignals(ctx context.Context, since time.Time) ([]lifecycle.Si
 	for rows.Next() {
 		var s lifecycle.Signals
 		var status string
-		if err := rows.Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Upheld); err != nil {
+		if err := rows.Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Decided, &s.Retained, &s.Upheld); err != nil {
 			return nil, wrap(err)
 		}
 		s.Status = xpromo.AppStatus(status)
 		out = append(out, s)
 	}
 	return out, wrap(rows.Err())
+}
+
+func (t *tx) UpheldComplaints(ctx context.Context, appID string, since time.Time) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM complaints k
+WHERE k.app_id = ?1 AND k.status = 'upheld' AND k.resolved_at >= ?2
+  AND k.resolved_at > coalesce((SELECT max(at) FROM app_status_history WHERE app_id = ?1 AND from_status = 'suspended'), -1)`,
+		appID, micros(since)).Scan(&n)
+	return n, wrap(err)
 }
 
 // suspensions is the last move to suspended of each app suspended now.

@@ -221,8 +221,8 @@ func (s *Server) review(ctx context.Context) {
 	switch {
 	case err != nil && ctx.Err() == nil:
 		log.Warn("lifecycle review", slog.String("error", err.Error()))
-	case len(res.Suspended)+res.ClawedBack+res.Failed > 0:
-		log.Info("lifecycle review", slog.Int("suspended", len(res.Suspended)), slog.Int("clawed_back", res.ClawedBack),
+	case len(res.Suspended)+len(res.Reinstated)+res.ClawedBack+res.Failed > 0:
+		log.Info("lifecycle review", slog.Int("suspended", len(res.Suspended)), slog.Int("reinstated", len(res.Reinstated)), slog.Int("clawed_back", res.ClawedBack),
 			slog.Int64("refunded_cents", res.Refunded), slog.Int("failed", res.Failed))
 	}
 }

@@ -231,6 +231,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
+	svc.Apps.StatusChanged = statusChanged(svc.Market, svc.Attribution)
 	svc.Complaints = complaintsService(cfg, store)
 	life, err := lifecycleService(cfg, store, svc.Market, svc.Attribution)
 	if err != nil {

@@ -18,16 +18,17 @@ var defaultLifecycle = lifecycle.Rules{}.WithDefaults()
 // The lifecycle thresholds are settings (docs/operations.md): read from
 // flags and the environment, refused when out of range.
 func TestConfigLifecycle(t *testing.T) {
-	cfg, err := parseConfig("serve", []string{"--fraud-max-rate", "0.25", "--clawback-window", "240h"},
-		envMap(map[string]string{"XPROMO_FRAUD_MIN_CLAIMS": "50", "XPROMO_REVIEW_INTERVAL": "1m", "XPROMO_LIVE_MIN_RETENTION": "0.5"}), &bytes.Buffer{}, &bytes.Buffer{})
+	cfg, err := parseConfig("serve", []string{"--fraud-max-rate", "0.25", "--clawback-window", "240h", "--churn-min-retention", "0.1", "--complaints-window", "720h"},
+		envMap(map[string]string{"XPROMO_FRAUD_MIN_CLAIMS": "50", "XPROMO_REVIEW_INTERVAL": "1m", "XPROMO_LIVE_MIN_RETENTION": "0.5", "XPROMO_CHURN_MIN_DECIDED": "40"}), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	want := lifecycle.Rules{}.WithDefaults()
 	want.FraudMaxRate, want.ClawbackWindow, want.FraudMinClaims, want.ReviewEvery, want.LiveMinRetention = 0.25, 240*time.Hour, 50, time.Minute, 0.5
+	want.ChurnMinRetention, want.ChurnMinDecided, want.ComplaintsWindow = 0.1, 40, 720*time.Hour
 	assert.Equal(t, want, cfg.Lifecycle)
 	for _, args := range [][]string{
 		{"--fraud-max-rate", "0"}, {"--fraud-max-rate", "1.5"}, {"--fraud-min-claims", "0"}, {"--fraud-window", "-1h"},
 		{"--suspend-upheld-complaints", "x"}, {"--clawback-window", "30"}, {"--review-interval", "0s"}, {"--live-min-cleared", "-2"},
-		{"--live-min-retention", "NaN"},
+		{"--live-min-retention", "NaN"}, {"--churn-min-retention", "2"}, {"--churn-min-decided", "0"}, {"--complaints-window", "90d"},
 	} {
 		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 		var ue *usageError
