@@ -32,6 +32,11 @@ type App struct {
 	EarnMode     ledger.EarnMode
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+
+	// AppcastURL is the app's Sparkle-format appcast as registered ("" when
+	// none was given): the cadence source of a Windows app, and of a Mac app
+	// whose bundle declares no SUFeedURL (docs/reputation.md).
+	AppcastURL string
 }
 
 // APIKey is a stored API key: only the SHA-256 of the key, never the key.
@@ -153,6 +158,7 @@ type RegisterParams struct {
 	DownloadURL  string
 	ContactEmail string
 	Category     string // optional
+	AppcastURL   string // optional
 }
 
 // ReviewDelay is how long after registration the next review is announced
@@ -172,7 +178,7 @@ func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, 
 	app := App{
 		ID: ids.New("app"), Name: p.Name, Platform: xpromo.Platform(p.Platform), BundleID: p.BundleID,
 		Domain: p.Domain, DownloadURL: p.DownloadURL, ContactEmail: p.ContactEmail, Category: p.Category,
-		Status: xpromo.AppStatusPending, EarnMode: ledger.EarnCash, CreatedAt: now, UpdatedAt: now,
+		AppcastURL: p.AppcastURL, Status: xpromo.AppStatusPending, EarnMode: ledger.EarnCash, CreatedAt: now, UpdatedAt: now,
 	}
 	key := s.newKey()
 	scoring, gate := newJob(app.ID, xpromo.JobScoring, now), newJob(app.ID, xpromo.JobGate, now)

@@ -95,6 +95,7 @@ func TestRegisterWritesEverythingInOneTransaction(t *testing.T) {
 		svc, _ := newService(s)
 		p := validParams()
 		p.Name, p.Domain, p.Category = "  Snip  ", "Example.COM", "productivity"
+		p.AppcastURL = " https://example.com/appcast.xml "
 		a, key, job, err := svc.Register(ctx, p)
 		require.NoError(t, err)
 
@@ -112,6 +113,7 @@ func TestRegisterWritesEverythingInOneTransaction(t *testing.T) {
 			require.True(t, ok)
 			assert.Equal(t, a, got, "stored as returned")
 			assert.Equal(t, "productivity", got.Category)
+			assert.Equal(t, "https://example.com/appcast.xml", got.AppcastURL, "trimmed and stored")
 
 			jobs, err := tx.AppJobs(ctx, a.ID)
 			require.NoError(t, err)
@@ -279,10 +281,17 @@ func TestValidation(t *testing.T) {
 		{"contact_email dotless domain", func(p *apps.RegisterParams) { p.ContactEmail = "dev@localhost" }, apperr.InvalidEmail, "contact_email"},
 		{"category upper case", func(p *apps.RegisterParams) { p.Category = "Productivity" }, apperr.InvalidCategory, "category"},
 		{"category too long", func(p *apps.RegisterParams) { p.Category = long(65, "a") }, apperr.InvalidCategory, "category"},
+		{"appcast_url blank", func(p *apps.RegisterParams) { p.AppcastURL = "   " }, apperr.InvalidAppcastURL, "appcast_url"},
+		{"appcast_url relative", func(p *apps.RegisterParams) { p.AppcastURL = "/appcast.xml" }, apperr.InvalidAppcastURL, "appcast_url"},
+		{"appcast_url ftp", func(p *apps.RegisterParams) { p.AppcastURL = "ftp://example.com/appcast.xml" }, apperr.InvalidAppcastURL, "appcast_url"},
+		{"appcast_url no host", func(p *apps.RegisterParams) { p.AppcastURL = "https:///appcast.xml" }, apperr.InvalidAppcastURL, "appcast_url"},
+		{"appcast_url credentials", func(p *apps.RegisterParams) { p.AppcastURL = "https://u:p@example.com/appcast.xml" }, apperr.InvalidAppcastURL, "appcast_url"},
+		{"appcast_url too long", func(p *apps.RegisterParams) { p.AppcastURL = "https://example.com/" + long(2029, "a") }, apperr.InvalidAppcastURL, "appcast_url"},
 		// The first failing field in document order wins.
 		{"order: name before platform", func(p *apps.RegisterParams) { p.Name, p.Platform = "", "linux" }, apperr.MissingField, "name"},
 		{"order: platform before email", func(p *apps.RegisterParams) { p.Platform, p.ContactEmail = "linux", "x" }, apperr.InvalidPlatform, "platform"},
 		{"order: url before email", func(p *apps.RegisterParams) { p.DownloadURL, p.ContactEmail = "x", "" }, apperr.InvalidURL, "download_url"},
+		{"order: category before appcast_url", func(p *apps.RegisterParams) { p.Category, p.AppcastURL = "X", "x" }, apperr.InvalidCategory, "category"},
 	}
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		svc, _ := newService(s)
@@ -308,6 +317,8 @@ func TestValidation(t *testing.T) {
 			func(p *apps.RegisterParams) { p.DownloadURL = "http://dl.example.com:8080/a/Snip.msix?v=2" },
 			func(p *apps.RegisterParams) { p.ContactEmail = "dev+apps@mail.example.com" },
 			func(p *apps.RegisterParams) { p.Category = "developer-tools" },
+			func(p *apps.RegisterParams) { p.Platform, p.AppcastURL = "win", "http://updates.example.com:8080/win/appcast.xml?x=1" },
+			func(p *apps.RegisterParams) { p.AppcastURL = "https://example.com/" + long(2028, "a") }, // 2048 bytes
 		} {
 			p := validParams()
 			edit(&p)
