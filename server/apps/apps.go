@@ -124,6 +124,10 @@ type Tx interface {
 	ExpireAppAPIKeys(ctx context.Context, appID string, at time.Time) error
 
 	InsertJob(ctx context.Context, j Job) error
+	// AdvanceJob sets the run_after of a job that is still queued to
+	// runAfter; it reports false, writing nothing, when the job is not
+	// queued (a runner claimed it, or it ended).
+	AdvanceJob(ctx context.Context, id string, runAfter time.Time) (bool, error)
 	// AppJobs returns the app's jobs, oldest first.
 	AppJobs(ctx context.Context, appID string) ([]Job, error)
 
@@ -230,6 +234,44 @@ func QueueJob(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, run
 	}
 	j := newJob(appID, kind, now)
 	j.RunAfter = runAfter.UTC().Truncate(time.Microsecond)
+	return j, tx.InsertJob(ctx, j)
+}
+
+// QueueJobSoon is QueueJob for a kind of which an app has one schedule
+// (scoring: each run queues the next): a job of kind queued for later than
+// runAfter is moved to runAfter instead of a second one being queued beside
+// it, which would run the same work twice. So the gate's result runs the
+// registration's scoring job, waiting for that result on its retry delay
+// (scoring_gate_pending), at once instead of queueing another run and
+// leaving that one to repeat it a minute later.
+func QueueJobSoon(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, runAfter, now time.Time) (Job, error) {
+	js, err := tx.AppJobs(ctx, appID)
+	if err != nil {
+		return Job{}, err
+	}
+	if runAfter.Before(now) {
+		runAfter = now
+	}
+	runAfter = runAfter.UTC().Truncate(time.Microsecond)
+	for i := len(js) - 1; i >= 0; i-- {
+		j := js[i]
+		if j.Kind != kind || j.Status != xpromo.JobQueued {
+			continue
+		}
+		if !j.RunAfter.After(runAfter) {
+			return j, nil
+		}
+		ok, err := tx.AdvanceJob(ctx, j.ID, runAfter)
+		if err != nil {
+			return Job{}, err
+		}
+		if ok {
+			j.RunAfter = runAfter
+			return j, nil
+		}
+	}
+	j := newJob(appID, kind, now)
+	j.RunAfter = runAfter
 	return j, tx.InsertJob(ctx, j)
 }
 

@@ -125,6 +125,14 @@ func (t *tx) InsertJob(ctx context.Context, j apps.Job) error {
 	return wrap(err, "inserting a job")
 }
 
+func (t *tx) AdvanceJob(ctx context.Context, id string, runAfter time.Time) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE jobs SET run_after = $1 WHERE id = $2 AND status = 'queued'`, runAfter, id)
+	if err != nil {
+		return false, wrap(err, "advancing a job")
+	}
+	return n == 1, nil
+}
+
 func (t *tx) AppJobs(ctx context.Context, appID string) ([]apps.Job, error) {
 	var out []apps.Job
 	err := t.query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE app_id = $1 ORDER BY created_at, id`,

@@ -126,6 +126,15 @@ func (t *tx) InsertJob(ctx context.Context, j apps.Job) error {
 	return wrap(err)
 }
 
+func (t *tx) AdvanceJob(ctx context.Context, id string, runAfter time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `UPDATE jobs SET run_after = ? WHERE id = ? AND status = 'queued'`, micros(runAfter), id)
+	if err != nil {
+		return false, wrap(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, wrap(err)
+}
+
 func (t *tx) AppJobs(ctx context.Context, appID string) ([]apps.Job, error) {
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE app_id = ? ORDER BY created_at, id`, appID)
 	if err != nil {
