@@ -318,7 +318,9 @@ func TestValidation(t *testing.T) {
 			func(p *apps.RegisterParams) { p.DownloadURL = "http://dl.example.com:8080/a/Snip.msix?v=2" },
 			func(p *apps.RegisterParams) { p.ContactEmail = "dev+apps@mail.example.com" },
 			func(p *apps.RegisterParams) { p.Category = "developer-tools" },
-			func(p *apps.RegisterParams) { p.Platform, p.AppcastURL = "win", "http://updates.example.com:8080/win/appcast.xml?x=1" },
+			func(p *apps.RegisterParams) {
+				p.Platform, p.AppcastURL = "win", "http://dl.example.com:8080/appcast.xml?x=1"
+			},
 			func(p *apps.RegisterParams) { p.AppcastURL = "https://example.com/" + long(2028, "a") }, // 2048 bytes
 		} {
 			p := validParams()
