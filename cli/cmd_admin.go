@@ -87,6 +87,7 @@ func (r *runner) printAdminApp(app *xpromo.AdminApp) error {
 		[2]string{"download_url", app.DownloadURL},
 		[2]string{"contact_email", app.ContactEmail},
 		[2]string{"category", orDash(app.Category)},
+		[2]string{"appcast_url", orDash(app.AppcastURL)},
 		[2]string{"status", string(app.Status)},
 		[2]string{"earn_mode", app.EarnMode},
 		[2]string{"created_at", ts(app.CreatedAt)},

@@ -27,7 +27,7 @@ func (r *runner) appsRegisterCommand() *cobra.Command {
 	var platform string
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "register --name N --platform mac|win --bundle-id ID --domain D --download-url URL --contact-email E [--category C]",
+		Use:   "register --name N --platform mac|win --bundle-id ID --domain D --download-url URL --contact-email E [--category C] [--appcast-url URL]",
 		Short: "register an app (POST /v1/apps); saves its app_id and api_key to the profile",
 		Long: `Registers an app. The answer's api_key is shown once: it is printed here and
 saved, with the app_id and base URL, to the profile in the config file (mode 0600).
@@ -86,6 +86,7 @@ A profile that already holds an API key is not overwritten: name another with
 	f.StringVar(&req.DownloadURL, "download-url", "", "URL serving the app's installer")
 	f.StringVar(&req.ContactEmail, "contact-email", "", "contact address (answers a challenge)")
 	f.StringVar(&req.Category, "category", "", "rate-card category the app's slots sell in (optional)")
+	f.StringVar(&req.AppcastURL, "appcast-url", "", "the app's Sparkle-format appcast, for release cadence (optional; a Windows app's only cadence source)")
 	f.BoolVar(&force, "force", false, "replace the API key already saved in the profile")
 	return cmd
 }

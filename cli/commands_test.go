@@ -45,7 +45,8 @@ func TestCommands(t *testing.T) {
 		"--category", "productivity")
 	golden(t, n, "apps-register", reg.stdout)
 	regJSON := e.ok("apps", "register", "--profile", "second", "--name", "Second", "--platform", "win", "--bundle-id", "com.example.second",
-		"--domain", "example.com", "--download-url", "https://example.com/Second.exe", "--contact-email", "team@example.com", "--json")
+		"--domain", "example.com", "--download-url", "https://example.com/Second.exe", "--contact-email", "team@example.com",
+		"--appcast-url", "https://example.com/second/appcast.xml", "--json")
 	golden(t, n, "apps-register.json", regJSON.stdout)
 	var second xpromo.RegisterAppResponse
 	require.NoError(t, json.Unmarshal([]byte(regJSON.stdout), &second))

@@ -89,6 +89,9 @@ type AdminApp struct {
 	CreatedAt time.Time `json:"created_at"`
 	// StatusHistory lists every status change, oldest first.
 	StatusHistory []StatusChange `json:"status_history"`
+	// AppcastURL (additive) is the appcast URL given at registration; null
+	// when none was given.
+	AppcastURL *string `json:"appcast_url"`
 }
 
 // MarshalJSON emits StatusHistory as [] when nil.

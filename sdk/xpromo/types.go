@@ -47,7 +47,7 @@ const (
 )
 
 // RegisterAppRequest is the body of POST /apps. Every field is required
-// except the additive Category.
+// except the additive Category and AppcastURL.
 type RegisterAppRequest struct {
 	Name     string   `json:"name"`
 	Platform Platform `json:"platform"` // mac or win
@@ -61,6 +61,11 @@ type RegisterAppRequest struct {
 	// Category (additive, optional) is the rate-card category key the app's
 	// own slots sell inventory in, e.g. "productivity".
 	Category string `json:"category,omitempty"`
+	// AppcastURL (additive, optional, uri) is the app's Sparkle-format
+	// appcast (as Sparkle, WinSparkle and NetSparkle publish): the release
+	// cadence source of a Windows app, and of a Mac app whose bundle
+	// declares no SUFeedURL. Set at registration only.
+	AppcastURL string `json:"appcast_url,omitempty"`
 }
 
 // RegisterAppResponse is the 201 answer of POST /apps.

@@ -32,6 +32,11 @@ type App struct {
 	EarnMode     ledger.EarnMode
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+
+	// AppcastURL is the app's Sparkle-format appcast as registered ("" when
+	// none was given): the cadence source of a Windows app, and of a Mac app
+	// whose bundle declares no SUFeedURL (docs/reputation.md).
+	AppcastURL string
 }
 
 // APIKey is a stored API key: only the SHA-256 of the key, never the key.
@@ -163,6 +168,7 @@ type RegisterParams struct {
 	DownloadURL  string
 	ContactEmail string
 	Category     string // optional
+	AppcastURL   string // optional
 }
 
 // ReviewDelay is how long after registration the next review is announced
@@ -182,7 +188,7 @@ func (s *Service) Register(ctx context.Context, p RegisterParams) (App, string, 
 	app := App{
 		ID: ids.New("app"), Name: p.Name, Platform: xpromo.Platform(p.Platform), BundleID: p.BundleID,
 		Domain: p.Domain, DownloadURL: p.DownloadURL, ContactEmail: p.ContactEmail, Category: p.Category,
-		Status: xpromo.AppStatusPending, EarnMode: ledger.EarnCash, CreatedAt: now, UpdatedAt: now,
+		AppcastURL: p.AppcastURL, Status: xpromo.AppStatusPending, EarnMode: ledger.EarnCash, CreatedAt: now, UpdatedAt: now,
 	}
 	key := s.newKey()
 	scoring, gate := newJob(app.ID, xpromo.JobScoring, now), newJob(app.ID, xpromo.JobGate, now)
@@ -237,13 +243,16 @@ func QueueJob(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, run
 	return j, tx.InsertJob(ctx, j)
 }
 
-// RunJobNow makes, inside tx, the app's next job of kind run at now: the
-// earliest queued one is brought forward if it was queued for later (so a
-// follow-up is not left behind to run for nothing once this run decided),
-// or, with none queued (or the one found just claimed by a runner), a new
-// one is queued now. The gate runs again at once this way when a contact
-// challenge is answered.
-func RunJobNow(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, now time.Time) (Job, error) {
+// QueueJobSoon makes, inside tx, the app's next job of kind run no later
+// than runAfter (at once when runAfter is not after now), for kinds of which
+// an app keeps one schedule: the earliest queued one is kept if it is due by
+// then, brought forward if it was queued for later (a second job beside it
+// would run the same work twice, or be left behind to run for nothing once
+// this run decided), or, with none queued (or the one found just claimed by
+// a runner), a new one is queued. The gate's result runs the registration's
+// scoring job this way instead of queueing another run, and an answered
+// contact challenge runs the gate again at once.
+func QueueJobSoon(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, runAfter, now time.Time) (Job, error) {
 	js, err := tx.AppJobs(ctx, appID)
 	if err != nil {
 		return Job{}, err
@@ -254,21 +263,25 @@ func RunJobNow(ctx context.Context, tx Tx, appID string, kind xpromo.JobKind, no
 			next = j
 		}
 	}
-	now = now.UTC().Truncate(time.Microsecond)
-	if next != nil && !next.RunAfter.After(now) {
+	if runAfter.Before(now) {
+		runAfter = now
+	}
+	runAfter = runAfter.UTC().Truncate(time.Microsecond)
+	if next != nil && !next.RunAfter.After(runAfter) {
 		return *next, nil
 	}
 	if next != nil {
-		moved, err := tx.RescheduleJob(ctx, next.ID, now)
+		moved, err := tx.RescheduleJob(ctx, next.ID, runAfter)
 		if err != nil {
 			return Job{}, err
 		}
 		if moved {
-			next.RunAfter = now
+			next.RunAfter = runAfter
 			return *next, nil
 		}
 	}
 	j := newJob(appID, kind, now)
+	j.RunAfter = runAfter
 	return j, tx.InsertJob(ctx, j)
 }
 

@@ -707,10 +707,10 @@ func TestScoreEvents(t *testing.T) {
 	})
 }
 
-// RunJobNow brings the app's queued job forward rather than queueing
+// QueueJobSoon, for a run now, brings the app's queued job forward rather than queueing
 // another (no follow-up is left behind), and queues a new one only when
 // none is queued any more (both stores).
-func TestRunJobNow(t *testing.T) {
+func TestQueueJobSoonNow(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		svc, clock := newService(s)
 		a, _, _ := register(t, svc)
@@ -732,7 +732,7 @@ func TestRunJobNow(t *testing.T) {
 			t.Helper()
 			var j apps.Job
 			require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
-				j, err = apps.RunJobNow(ctx, tx, a.ID, xpromo.JobGate, clock.Now())
+				j, err = apps.QueueJobSoon(ctx, tx, a.ID, xpromo.JobGate, clock.Now(), clock.Now())
 				return err
 			}))
 			return j
@@ -775,5 +775,83 @@ func TestRunJobNow(t *testing.T) {
 		require.Len(t, got, 2)
 		assert.Equal(t, []xpromo.JobStatus{xpromo.JobSucceeded, xpromo.JobQueued}, []xpromo.JobStatus{got[0].Status, got[1].Status})
 		assert.Equal(t, clock.Now(), got[1].RunAfter)
+	})
+}
+
+// QueueJobSoon keeps one queued job of a kind: a later one is brought
+// forward, an earlier one is kept, and a job no longer queued is not moved.
+func TestQueueJobSoon(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc, clock := newService(s)
+		a, _, scoring := register(t, svc)
+		queue := func(runAfter time.Time) apps.Job {
+			var j apps.Job
+			require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+				j, err = apps.QueueJobSoon(ctx, tx, a.ID, xpromo.JobScoring, runAfter, clock.Now())
+				return err
+			}))
+			return j
+		}
+		scoringJobs := func() []apps.Job {
+			var out []apps.Job
+			require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+				js, err := tx.AppJobs(ctx, a.ID)
+				for _, j := range js {
+					if j.Kind == xpromo.JobScoring {
+						out = append(out, j)
+					}
+				}
+				return err
+			}))
+			return out
+		}
+		setRunAfter := func(at time.Time) {
+			require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+				ok, err := tx.RescheduleJob(ctx, scoring.ID, at)
+				assert.True(t, ok)
+				return err
+			}))
+		}
+
+		// The registration's job waits a minute (as a retry does); a run
+		// wanted now brings it forward.
+		setRunAfter(t0.Add(time.Minute))
+		j := queue(t0)
+		assert.Equal(t, scoring.ID, j.ID)
+		assert.Equal(t, t0, j.RunAfter)
+		js := scoringJobs()
+		require.Len(t, js, 1, "no second job")
+		assert.Equal(t, t0, js[0].RunAfter)
+
+		// One due sooner than asked is kept as it is.
+		j = queue(t0.Add(time.Hour))
+		assert.Equal(t, scoring.ID, j.ID)
+		assert.Equal(t, t0, scoringJobs()[0].RunAfter)
+
+		// A time already past is now.
+		setRunAfter(t0.Add(time.Hour))
+		clock.Advance(time.Minute)
+		j = queue(t0)
+		assert.Equal(t, t0.Add(time.Minute), j.RunAfter)
+		assert.Equal(t, t0.Add(time.Minute), scoringJobs()[0].RunAfter)
+
+		// A job that is no longer queued is not moved: a new one is queued.
+		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			_, err := tx.ClaimJobs(ctx, jobs.Claim{Kind: xpromo.JobScoring, Holder: "r", Now: clock.Now(), Until: clock.Now().Add(time.Minute), Limit: 10})
+			return err
+		}))
+		require.NoError(t, s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			ok, err := tx.RescheduleJob(ctx, scoring.ID, t0)
+			assert.False(t, ok, "a running job is not moved")
+			return err
+		}))
+		j = queue(clock.Now())
+		assert.NotEqual(t, scoring.ID, j.ID)
+		js = scoringJobs()
+		require.Len(t, js, 2)
+		assert.Equal(t, xpromo.JobRunning, js[0].Status)
+		assert.Equal(t, t0.Add(time.Minute), js[0].RunAfter)
+		assert.Equal(t, xpromo.JobQueued, js[1].Status)
+		assert.Equal(t, clock.Now(), js[1].RunAfter)
 	})
 }

@@ -38,7 +38,8 @@ func fieldErr(code, field, format string, args ...any) error {
 // first failure wins. It returns p normalised: surrounding whitespace trimmed,
 // the domain lower-cased.
 func validate(p RegisterParams) (RegisterParams, error) {
-	for _, f := range []*string{&p.Name, &p.Platform, &p.BundleID, &p.Domain, &p.DownloadURL, &p.ContactEmail, &p.Category} {
+	appcast := p.AppcastURL
+	for _, f := range []*string{&p.Name, &p.Platform, &p.BundleID, &p.Domain, &p.DownloadURL, &p.ContactEmail, &p.Category, &p.AppcastURL} {
 		*f = strings.TrimSpace(*f)
 	}
 	p.Domain = strings.ToLower(p.Domain)
@@ -50,7 +51,7 @@ func validate(p RegisterParams) (RegisterParams, error) {
 		{"platform", p.Platform, checkPlatform},
 		{"bundle_id", p.BundleID, checkBundleID},
 		{"domain", p.Domain, checkDomain},
-		{"download_url", p.DownloadURL, checkURL},
+		{"download_url", p.DownloadURL, checkDownloadURL},
 		{"contact_email", p.ContactEmail, checkEmail},
 	}
 	for _, c := range checks {
@@ -63,6 +64,11 @@ func validate(p RegisterParams) (RegisterParams, error) {
 	}
 	if p.Category != "" && !categoryRe.MatchString(p.Category) {
 		return p, fieldErr(apperr.InvalidCategory, "category", "category must be a rate-card key: 1 to 64 of a-z, 0-9 and -")
+	}
+	if appcast != "" { // given, even blank: a blank URL is not a URL
+		if err := checkURL(apperr.InvalidAppcastURL, "appcast_url", p.AppcastURL); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }
@@ -126,12 +132,15 @@ func checkDomain(s string) error {
 	return nil
 }
 
-// checkURL accepts an absolute http or https URL with a host and no user
-// information (credentials do not belong in a published download link).
-func checkURL(s string) error {
+func checkDownloadURL(s string) error { return checkURL(apperr.InvalidURL, "download_url", s) }
+
+// checkURL accepts an absolute http or https URL of at most MaxURLLen bytes
+// with a host and no user information (credentials do not belong in a
+// published link); a refusal names field, with code.
+func checkURL(code, field, s string) error {
 	u, err := url.Parse(s)
 	if err != nil || len(s) > MaxURLLen || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Hostname() == "" || u.User != nil {
-		return fieldErr(apperr.InvalidURL, "download_url", "download_url must be an absolute https (or http) URL with a host, without credentials")
+		return fieldErr(code, field, "%s must be an absolute https (or http) URL with a host, without credentials, of at most %d characters", field, MaxURLLen)
 	}
 	return nil
 }

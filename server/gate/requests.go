@@ -211,7 +211,7 @@ func (s *Service) resend(ctx context.Context, appID string) (contact.Sent, strin
 // verified follows a successful answer: a pending app's gate runs again
 // now (in its own transaction: the answer is already recorded, and if this
 // fails the job queued at the challenge's expiry still finds it answered).
-// That job is the one brought forward (apps.RunJobNow): none is left queued
+// That job is the one brought forward (apps.QueueJobSoon): none is left queued
 // at the expiry to run the checks again on a decided app.
 func (s *Service) verified(ctx context.Context, appID string) error {
 	return s.Update(ctx, func(ctx context.Context, tx Tx) error {
@@ -219,7 +219,7 @@ func (s *Service) verified(ctx context.Context, appID string) error {
 		if err != nil || !ok || a.Status != xpromo.AppStatusPending {
 			return err
 		}
-		if _, err := apps.RunJobNow(ctx, tx, appID, xpromo.JobGate, s.now()); err != nil {
+		if _, err := apps.QueueJobSoon(ctx, tx, appID, xpromo.JobGate, s.now(), s.now()); err != nil {
 			return err
 		}
 		return s.Apps.ScoreUpdated(ctx, tx, appID)

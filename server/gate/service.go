@@ -637,9 +637,10 @@ func (s *Service) queueJob(ctx context.Context, tx Tx, appID string, runAfter ti
 	return apps.QueueJob(ctx, tx, appID, xpromo.JobGate, runAfter, s.now())
 }
 
-// queueScoring queues a scoring job for appID now, unless one is queued to
-// run by now already: reputation reads what the gate just recorded.
+// queueScoring has a scoring job for appID run now: reputation reads what
+// the gate just recorded. A scoring job already queued (the registration's,
+// waiting for this result) is brought forward rather than joined by a second.
 func (s *Service) queueScoring(ctx context.Context, tx Tx, appID string) error {
-	_, err := apps.QueueJob(ctx, tx, appID, xpromo.JobScoring, s.now(), s.now())
+	_, err := apps.QueueJobSoon(ctx, tx, appID, xpromo.JobScoring, s.now(), s.now())
 	return err
 }

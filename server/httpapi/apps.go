@@ -34,7 +34,7 @@ func (s *Server) registerApp(w http.ResponseWriter, r *http.Request) {
 	}
 	app, key, job, err := s.services.Apps.Register(r.Context(), apps.RegisterParams{
 		Name: req.Name, Platform: string(req.Platform), BundleID: req.BundleID, Domain: req.Domain,
-		DownloadURL: req.DownloadURL, ContactEmail: req.ContactEmail, Category: req.Category,
+		DownloadURL: req.DownloadURL, ContactEmail: req.ContactEmail, Category: req.Category, AppcastURL: req.AppcastURL,
 	})
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -147,6 +147,9 @@ func adminApp(v apps.AppView) xpromo.AdminApp {
 	}
 	if a.Category != "" {
 		out.Category = &a.Category
+	}
+	if a.AppcastURL != "" {
+		out.AppcastURL = &a.AppcastURL
 	}
 	for i, c := range v.History {
 		sc := xpromo.StatusChange{To: c.To, Reason: c.Reason, Actor: c.Actor, At: c.At}

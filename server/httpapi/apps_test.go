@@ -48,10 +48,19 @@ func TestAppsRegisterAndScore(t *testing.T) {
 		res = api.do("GET", "/v1/apps/"+appID+"/jobs/job_nope", key, nil)
 		assert.Equal(t, http.StatusNotFound, res.status)
 
-		// With the additive category.
+		// With the additive category and appcast_url; the admin view shows them.
 		withCat := snip()
 		withCat.Category = "productivity"
-		api.register(withCat)
+		withCat.AppcastURL = "https://example.com/appcast.xml"
+		reg := api.register(withCat)
+		res = api.do("GET", "/v1/admin/apps/"+reg.AppID, adminToken, nil)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		var view xpromo.AdminApp
+		res.decode(t, &view)
+		require.NotNil(t, view.AppcastURL)
+		assert.Equal(t, "https://example.com/appcast.xml", *view.AppcastURL)
+		require.NotNil(t, view.Category)
+		assert.Equal(t, "productivity", *view.Category)
 	})
 }
 
@@ -67,6 +76,10 @@ func TestAppsRegisterValidation(t *testing.T) {
 			{func() any { r := snip(); r.ContactEmail = "nobody"; return r }(), 422, "invalid_email"},
 			{func() any { r := snip(); r.Domain = ""; return r }(), 422, "missing_field"},
 			{func() any { r := snip(); r.Category = "Not A Key"; return r }(), 422, "invalid_category"},
+			{func() any { r := snip(); r.AppcastURL = "ftp://example.com/appcast.xml"; return r }(), 422, "invalid_appcast_url"},
+			{func() any { r := snip(); r.AppcastURL = "https://u:p@example.com/appcast.xml"; return r }(), 422, "invalid_appcast_url"},
+			{func() any { r := snip(); r.AppcastURL = "https://example.com/" + strings.Repeat("a", 2029); return r }(), 422, "invalid_appcast_url"},
+			{`{"name":"Snip","platform":"win","bundle_id":"com.example.snip","domain":"example.com","download_url":"https://example.com/s.zip","contact_email":"dev@example.com","appcast_url":""}`, 422, "invalid_appcast_url"},
 			{`{"name":"Snip","platform":"mac","bundle_id":"com.example.snip","domain":"example.com","download_url":"https://example.com/s.zip","contact_email":"dev@example.com","extra":1}`, 422, "unknown_field"},
 			{`{"name":7}`, 422, "invalid_type"},
 			{`{"name":`, 400, "malformed_json"},
@@ -196,6 +209,7 @@ func TestAppsAdmin(t *testing.T) {
 		assert.Equal(t, xpromo.AppStatusApproved, view.Status)
 		assert.Equal(t, a.AppID, view.AppID)
 		assert.Nil(t, view.Category)
+		assert.Nil(t, view.AppcastURL)
 		assert.Equal(t, "cash", view.EarnMode)
 		require.Len(t, view.StatusHistory, 2)
 		assert.Nil(t, view.StatusHistory[0].From)

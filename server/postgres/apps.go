@@ -34,14 +34,14 @@ func jsonArg(raw json.RawMessage) any {
 }
 
 func (t *tx) InsertApp(ctx context.Context, a apps.App) error {
-	_, err := t.exec(ctx, `INSERT INTO apps (id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+	_, err := t.exec(ctx, `INSERT INTO apps (id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		a.ID, a.Name, string(a.Platform), a.BundleID, a.Domain, a.DownloadURL, a.ContactEmail, a.Category,
-		string(a.Status), string(a.EarnMode), a.CreatedAt, a.UpdatedAt)
+		string(a.Status), string(a.EarnMode), a.CreatedAt, a.UpdatedAt, a.AppcastURL)
 	return wrap(err, "inserting an app")
 }
 
-const selectApp = `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at FROM apps WHERE id = $1`
+const selectApp = `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url FROM apps WHERE id = $1`
 
 func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error) {
 	q := selectApp
@@ -51,7 +51,7 @@ func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, 
 	var a apps.App
 	var platform, status, mode string
 	err := t.queryRow(ctx, q, []any{id}, &a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail,
-		&a.Category, &status, &mode, &a.CreatedAt, &a.UpdatedAt)
+		&a.Category, &status, &mode, &a.CreatedAt, &a.UpdatedAt, &a.AppcastURL)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apps.App{}, false, nil
 	}

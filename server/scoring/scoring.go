@@ -187,6 +187,9 @@ type CadenceEvidence struct {
 	Releases    int        `json:"releases"`
 	Quarters    int        `json:"quarters"`
 	LastRelease *time.Time `json:"last_release,omitempty"`
+	// FeedSource says where FeedURL came from (cadenceFeed): FeedFromBundle
+	// or FeedFromRegistration; empty when there is no feed.
+	FeedSource string `json:"feed_source,omitempty"`
 }
 
 type ReviewsEvidence struct {
@@ -301,6 +304,28 @@ func (s *Service) Run(ctx context.Context, job apps.Job) (jobs.Outcome[Tx], erro
 	}}, nil
 }
 
+// Where the cadence signal's appcast URL came from (CadenceEvidence).
+const (
+	FeedFromBundle       = "sufeedurl"   // the SUFeedURL of the macOS bundle the gate read
+	FeedFromRegistration = "appcast_url" // the registration's appcast_url
+)
+
+// cadenceFeed is the appcast the cadence signal reads, and where it came
+// from: for a Mac app the SUFeedURL of the bundle the gate read (what the
+// app itself polls), else the registration's appcast_url; for a Windows app
+// the appcast_url (a PE declares no appcast URL the gate can read:
+// WinSparkle's and NetSparkle's are compiled into the app). "" when neither
+// is known: cadence_no_feed.
+func cadenceFeed(app apps.App, ev gate.Evidence) (url, source string) {
+	if app.Platform == xpromo.PlatformMac && ev.Package != nil && ev.Package.FeedURL != "" {
+		return ev.Package.FeedURL, FeedFromBundle
+	}
+	if app.AppcastURL != "" {
+		return app.AppcastURL, FeedFromRegistration
+	}
+	return "", ""
+}
+
 // score reads the four signals (the three with I/O at once) and measures
 // the behaviour. soon reports a transient reason worth reading again before
 // the regular period.
@@ -308,15 +333,12 @@ func (s *Service) score(ctx context.Context, f facts) (Result, bool) {
 	app, ev := f.app, f.gate.Evidence
 	platform := string(app.Platform)
 	var (
-		wg   sync.WaitGroup
-		ai   aivis.Result
-		cad  appcast.Result
-		rev  storeratings.Result
-		feed string
+		wg  sync.WaitGroup
+		ai  aivis.Result
+		cad appcast.Result
+		rev storeratings.Result
 	)
-	if ev.Package != nil {
-		feed = ev.Package.FeedURL
-	}
+	feed, feedSource := cadenceFeed(app, ev)
 	src := s.Sources
 	if s.Sandbox != nil && s.Reserved != nil && s.Reserved(app.Domain) {
 		src = *s.Sandbox
@@ -384,7 +406,7 @@ func (s *Service) score(ctx context.Context, f facts) (Result, bool) {
 		a := ai.Answer
 		res.Evidence.AIVisibility.Answer = &a
 	}
-	res.Evidence.Cadence = CadenceEvidence{FeedURL: feed, Releases: cad.Cadence.Releases, Quarters: cad.Cadence.Quarters}
+	res.Evidence.Cadence = CadenceEvidence{FeedURL: feed, FeedSource: feedSource, Releases: cad.Cadence.Releases, Quarters: cad.Cadence.Quarters}
 	if !cad.Cadence.LastRelease.IsZero() {
 		t := cad.Cadence.LastRelease.UTC()
 		res.Evidence.Cadence.LastRelease = &t

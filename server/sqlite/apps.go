@@ -33,10 +33,10 @@ func fromNullMicros(v sql.NullInt64) *time.Time {
 }
 
 func (t *tx) InsertApp(ctx context.Context, a apps.App) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO apps (id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO apps (id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.Name, string(a.Platform), a.BundleID, a.Domain, a.DownloadURL, a.ContactEmail, a.Category,
-		string(a.Status), string(a.EarnMode), micros(a.CreatedAt), micros(a.UpdatedAt))
+		string(a.Status), string(a.EarnMode), micros(a.CreatedAt), micros(a.UpdatedAt), a.AppcastURL)
 	return wrap(err)
 }
 
@@ -44,8 +44,8 @@ func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, 
 	var a apps.App
 	var platform, status, mode string
 	var created, updated int64
-	err := t.tx.QueryRowContext(ctx, `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at
-FROM apps WHERE id = ?`, id).Scan(&a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail, &a.Category, &status, &mode, &created, &updated)
+	err := t.tx.QueryRowContext(ctx, `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url
+FROM apps WHERE id = ?`, id).Scan(&a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail, &a.Category, &status, &mode, &created, &updated, &a.AppcastURL)
 	if errors.Is(err, sql.ErrNoRows) {
 		return apps.App{}, false, nil
 	}

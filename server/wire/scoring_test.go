@@ -75,5 +75,23 @@ func TestScoreInTestMode(t *testing.T) {
 		assert.Equal(t, 0, sc2.Reputation.AIVisibility)
 		assert.Equal(t, 0, sc2.Reputation.Reviews)
 		assert.Contains(t, sc2.Reasons, "reviews_not_listed")
+
+		// A Windows app with an appcast_url on a reserved host: its cadence
+		// is read from the sandbox's feed (its Windows downloads); reviews
+		// cannot be read for Windows.
+		reg3, err := c.RegisterApp(ctx, &xpromo.RegisterAppRequest{Name: "Clipboard Pro", Platform: xpromo.PlatformWin,
+			BundleID: "com.example.clipboardpro", Domain: "example.com", DownloadURL: "https://example.com/ClipboardPro.exe",
+			ContactEmail: "team@example.com", AppcastURL: "https://appcast.example.com/win/clipboardpro.xml"})
+		require.NoError(t, err)
+		c3 := c.With(xpromo.WithAPIKey(reg3.APIKey))
+		require.Eventually(t, func() bool {
+			sc, err := c3.GetScore(ctx, reg3.AppID)
+			return err == nil && !contains(sc.Reasons, "reputation_pending") && !contains(sc.Reasons, "gate_pending")
+		}, 30*time.Second, 10*time.Millisecond)
+		sc3, err := c3.GetScore(ctx, reg3.AppID)
+		require.NoError(t, err)
+		assert.Equal(t, 80, sc3.Reputation.Cadence)
+		assert.NotContains(t, sc3.Reasons, "cadence_no_feed")
+		assert.Contains(t, sc3.Reasons, "reviews_unavailable_platform")
 	})
 }

@@ -10,9 +10,10 @@
 //     the real aivis client;
 //   - StoreBaseURL: the iTunes Search API's lookup, read by the real
 //     storeratings client;
-//   - any other reserved host: a Sparkle appcast (the gate's sandbox
-//     packages declare SUFeedURL https://appcast.example.com/<bundle id>.xml),
-//     read by the real appcast client.
+//   - any other reserved host: a Sparkle appcast with a Mac and a Windows
+//     download of each release (the gate's sandbox packages declare SUFeedURL
+//     https://appcast.example.com/<bundle id>.xml; a Windows app registers
+//     an appcast_url on a reserved host), read by the real appcast client.
 //
 // The clients, the parsers and the scores are the real ones: the sandbox
 // only produces answers. What it answers is chosen by magic words in the
@@ -235,10 +236,15 @@ func (s *Sandbox) appcast(req *http.Request) (*http.Response, error) {
 <channel>
 <title>xpromo sandbox appcast</title>
 `)
+	// Each release twice, as a feed serving both platforms does (WinSparkle,
+	// and Sparkle 2, read sparkle:os): a Mac download and a Windows one, so
+	// a Mac app's bundle feed and a Windows app's appcast_url score alike.
 	for i, age := range ages {
 		v := len(ages) - i
-		fmt.Fprintf(&b, `<item><title>Version 1.%d</title><pubDate>%s</pubDate><sparkle:version>%d</sparkle:version><sparkle:shortVersionString>1.%d</sparkle:shortVersionString><enclosure url="https://example.com/releases/%d.zip" length="1024" type="application/octet-stream"/></item>
-`, v, now.Add(-age).Format(time.RFC1123Z), v, v, v)
+		for _, d := range []struct{ os, ext string }{{"macos", "zip"}, {"windows", "exe"}} {
+			fmt.Fprintf(&b, `<item><title>Version 1.%d</title><pubDate>%s</pubDate><sparkle:version>%d</sparkle:version><sparkle:shortVersionString>1.%d</sparkle:shortVersionString><enclosure url="https://example.com/releases/%d.%s" sparkle:os="%s" length="1024" type="application/octet-stream"/></item>
+`, v, now.Add(-age).Format(time.RFC1123Z), v, v, v, d.ext, d.os)
+		}
 	}
 	b.WriteString("</channel>\n</rss>\n")
 	return answer(req, http.StatusOK, "application/rss+xml; charset=utf-8", b.String()), nil

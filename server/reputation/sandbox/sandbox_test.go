@@ -47,6 +47,23 @@ func TestMagicValues(t *testing.T) {
 		f := cadence.Check(ctx, gatesandbox.FeedURL(c.bundleID), "mac")
 		assert.Equal(t, c.cadence, f.Signal, "%s: %v", c.name, f.Err)
 	}
+	// A Windows app's appcast_url on a reserved host: the same feed, its
+	// Windows downloads.
+	for _, c := range []struct {
+		url  string
+		want reputation.Signal
+	}{
+		{"https://updates.example.net/win/clipboardpro.xml", reputation.Read(80)},
+		{"https://updates.example.net/win/stale.xml", reputation.Read(0)},
+		{"https://updates.example.net/win/offline.xml", reputation.Unread(reputation.ReasonCadenceFeedUnavailable)},
+	} {
+		f := cadence.Check(ctx, c.url, "win")
+		assert.Equal(t, c.want, f.Signal, "%s: %v", c.url, f.Err)
+		if c.want.Score == 80 {
+			assert.Equal(t, 4, f.Cadence.Releases, "each release once per platform")
+		}
+	}
+	assert.Equal(t, 4, cadence.Check(ctx, gatesandbox.FeedURL("com.example.clipboardpro"), "mac").Cadence.Releases)
 	// A Windows app: no store ratings (no request is made).
 	assert.Equal(t, reputation.Unread(reputation.ReasonReviewsUnavailablePlatform), reviews.Check(ctx, "com.example.win", "win").Signal)
 }
