@@ -244,6 +244,10 @@ type Tx interface {
 	// (installed_at <= closedBefore). On PostgreSQL with FOR UPDATE SKIP
 	// LOCKED, so concurrent sweepers take disjoint batches.
 	DueChains(ctx context.Context, closedBefore time.Time, limit int) ([]Due, error)
+	// SettleChains writes what settling changes on chains: state, reason,
+	// resolved_at and updated_at. (UpdateChains writes every mutable
+	// column, so SQLite rewrites the entries of every index covering one.)
+	SettleChains(ctx context.Context, cs []Chain) error
 
 	// Writer appends events to the outbox.
 	outbox.Writer

@@ -19,13 +19,7 @@ func events(c Chain, prev State, now time.Time, types ...xpromo.EventType) []out
 		ps := xpromo.ChainState(prev)
 		data.PreviousState = &ps
 	}
-	var out []outbox.Event
-	for _, app := range chainApps(c) {
-		for _, typ := range types {
-			out = append(out, outbox.New(app, typ, data, now))
-		}
-	}
-	return out
+	return outbox.NewEach(chainApps(c), types, data, now)
 }
 
 // stateEvents announce a state change: chain.state_changed, plus
@@ -63,11 +57,7 @@ func fraudEvents(c Chain, prev State, now time.Time) []outbox.Event {
 		ps := xpromo.ChainState(prev)
 		data.PreviousState = &ps
 	}
-	var out []outbox.Event
-	for _, app := range chainApps(c) {
-		out = append(out, outbox.New(app, xpromo.EventFraudFlagged, data, now))
-	}
-	return out
+	return outbox.NewEach(chainApps(c), []xpromo.EventType{xpromo.EventFraudFlagged}, data, now)
 }
 
 // chainApps are the distinct apps a chain names: publisher, advertiser.

@@ -133,7 +133,7 @@ func (s *Service) sweepBatch(ctx context.Context, limit int) (SweepResult, int, 
 			return nil
 		}
 		slices.Sort(advertisers)
-		if err := tx.UpdateChains(ctx, settled); err != nil {
+		if err := tx.SettleChains(ctx, settled); err != nil {
 			return err
 		}
 		if err := tx.InsertOutbox(ctx, evs); err != nil {

@@ -8,7 +8,7 @@ import (
 
 // Violation is one broken invariant found by Verify.
 type Violation struct {
-	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, overdraft, escrow, line_type, payout_clearing
+	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, operation, overdraft, escrow, line_type, payout_clearing
 	Subject string // the account, operation or hold concerned
 	Detail  string
 }
@@ -30,6 +30,7 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 //   - each balance_after equals the previous one plus the amount;
 //   - each line's hash is sha256(previous hash || line) and links to the previous line;
 //   - each account head (balance, seq, hash) equals its last line;
+//   - each line belongs to a stored operation, and each operation has lines;
 //   - no escrow balance goes below zero, and a wallet only where the line may overdraw (a clawback);
 //   - wallets carry only the API's line types;
 //   - the open holds of each advertiser sum to its escrow balance;
@@ -137,6 +138,22 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 	for id := range last {
 		if _, ok := heads[id]; !ok {
 			bad("head", id, "lines exist for an account that has no head")
+		}
+	}
+	stored := map[string]bool{}
+	err = r.OperationIDs(ctx, func(id string) error {
+		stored[id] = true
+		if _, ok := opSums[id]; !ok {
+			bad("operation", id, "operation has no lines")
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	for op := range opSums {
+		if !stored[op] {
+			bad("operation", op, "lines name an operation that has no record")
 		}
 	}
 

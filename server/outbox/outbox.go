@@ -27,12 +27,33 @@ type Event struct {
 // New returns an event of type typ for app, its data marshalled from data
 // (one of the xpromo.*EventData types).
 func New(app string, typ xpromo.EventType, data any, at time.Time) Event {
+	return Event{ID: ids.New("evt"), Type: typ, AppID: app, Data: marshal(typ, data), CreatedAt: at}
+}
+
+// NewEach returns one event per app and type (apps outer, types inner), each
+// with its own id, sharing one marshalling of data: the events of one change
+// carry the same data, and a sweep writes thousands of them.
+func NewEach(apps []string, types []xpromo.EventType, data any, at time.Time) []Event {
+	if len(apps) == 0 || len(types) == 0 {
+		return nil
+	}
+	raw := marshal(types[0], data)
+	out := make([]Event, 0, len(apps)*len(types))
+	for _, app := range apps {
+		for _, typ := range types {
+			out = append(out, Event{ID: ids.New("evt"), Type: typ, AppID: app, Data: raw, CreatedAt: at})
+		}
+	}
+	return out
+}
+
+func marshal(typ xpromo.EventType, data any) json.RawMessage {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		// The data types hold strings, numbers and times: they always marshal.
 		panic("outbox: marshalling " + string(typ) + ": " + err.Error())
 	}
-	return Event{ID: ids.New("evt"), Type: typ, AppID: app, Data: raw, CreatedAt: at}
+	return raw
 }
 
 // Wire is the event as the API and a webhook show it.

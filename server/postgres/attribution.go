@@ -297,6 +297,38 @@ func (t *tx) UpdateChains(ctx context.Context, cs []attribution.Chain) error {
 	return nil
 }
 
+const settleChains = `UPDATE chains c SET state = v.state, reason = v.reason, resolved_at = v.resolved_at, updated_at = v.updated_at
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS v(id, state, reason, resolved_at, updated_at)
+WHERE c.id = v.id`
+
+// SettleChains queues the sweep's update of the settled chains (sent with
+// COMMIT); the transaction fails when a chain does not exist.
+func (t *tx) SettleChains(ctx context.Context, cs []attribution.Chain) error {
+	if t.err != nil {
+		return t.err
+	}
+	n := len(cs)
+	if n == 0 {
+		return nil
+	}
+	id, state, reason, resolved, updated := make([]string, n), make([]string, n), make([]string, n), make([]*time.Time, n), make([]time.Time, n)
+	for i, c := range cs {
+		id[i], state[i], reason[i], updated[i] = c.ID, string(c.State), c.Reason, c.UpdatedAt
+		if !c.ResolvedAt.IsZero() {
+			resolved[i] = &cs[i].ResolvedAt
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(settleChains, id, state, reason, resolved, updated).Exec(func(ct pgconn.CommandTag) error {
+		if ct.RowsAffected() != int64(n) {
+			return fmt.Errorf("postgres: %d of %d chains settled", ct.RowsAffected(), n)
+		}
+		return nil
+	})
+	t.pending = append(t.pending, b.QueuedQueries...)
+	return nil
+}
+
 const campaignForUpdate = `SELECT app_id, daily_budget_cents FROM campaigns WHERE id = $1 FOR UPDATE`
 
 // CampaignForUpdate locks the campaign's row: install claims of one

@@ -178,3 +178,22 @@ ORDER BY h.created_at, h.id`)
 	}
 	return out, wrap(rows.Err(), "reading holds")
 }
+
+// OperationIDs streams the operations' ids (ledger.Reader).
+func (r reader) OperationIDs(ctx context.Context, fn func(string) error) error {
+	rows, err := r.q.Query(ctx, `SELECT id FROM ledger_operations ORDER BY id`)
+	if err != nil {
+		return wrap(err, "reading operations")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return wrap(err, "reading operations")
+		}
+		if err := fn(id); err != nil {
+			return err
+		}
+	}
+	return wrap(rows.Err(), "reading operations")
+}

@@ -188,6 +188,26 @@ last_heartbeat_at = ?, updated_at = ? WHERE id = ?`)
 	return nil
 }
 
+// SettleChains writes only the columns settling changes, so that SQLite
+// leaves the entries of the indexes on the other columns alone.
+func (t *tx) SettleChains(ctx context.Context, cs []attribution.Chain) error {
+	stmt, err := t.tx.PrepareContext(ctx, `UPDATE chains SET state = ?, reason = ?, resolved_at = ?, updated_at = ? WHERE id = ?`)
+	if err != nil {
+		return wrap(err)
+	}
+	defer stmt.Close()
+	for _, c := range cs {
+		res, err := stmt.ExecContext(ctx, string(c.State), c.Reason, zmicros(c.ResolvedAt), micros(c.UpdatedAt), c.ID)
+		if err != nil {
+			return wrap(err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return errors.New("sqlite: settling chain " + c.ID + ": no such chain")
+		}
+	}
+	return nil
+}
+
 // CampaignForUpdate needs no row lock: the write transaction is the only
 // writer.
 func (t *tx) CampaignForUpdate(ctx context.Context, id string) (attribution.CampaignBudget, bool, error) {

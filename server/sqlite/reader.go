@@ -175,3 +175,22 @@ func (r reader) AllHolds(ctx context.Context) ([]ledger.Hold, error) {
 	}
 	return out, wrap(rows.Err())
 }
+
+// OperationIDs streams the operations' ids (ledger.Reader).
+func (r reader) OperationIDs(ctx context.Context, fn func(string) error) error {
+	rows, err := r.q.QueryContext(ctx, `SELECT id FROM ledger_operations ORDER BY id`)
+	if err != nil {
+		return wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return wrap(err)
+		}
+		if err := fn(id); err != nil {
+			return err
+		}
+	}
+	return wrap(rows.Err())
+}

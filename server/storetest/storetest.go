@@ -40,6 +40,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("LinesQuery", func(t *testing.T) { testLinesQuery(t, newHarness(t)) })
 	t.Run("AppendOnly", func(t *testing.T) { testAppendOnly(t, newHarness(t)) })
 	t.Run("VerifyDetectsTampering", func(t *testing.T) { testVerifyDetectsTampering(t, newHarness(t)) })
+	t.Run("ShardedPlatformVerify", func(t *testing.T) { testShardedPlatformVerify(t, newHarness(t)) })
+	t.Run("VerifyOrphanLines", func(t *testing.T) { testVerifyOrphanLines(t, newHarness(t)) })
 	t.Run("ConcurrentReplayPostsOnce", func(t *testing.T) { testConcurrentReplay(t, newHarness(t)) })
 	t.Run("ConcurrentRandomOperations", func(t *testing.T) { testConcurrentRandom(t, newHarness(t)) })
 	t.Run("GroupCommitFailsAlone", func(t *testing.T) { testGroupCommitFailsAlone(t, newHarness(t)) })
