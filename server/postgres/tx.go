@@ -667,10 +667,12 @@ func (s *shared) Release(ctx context.Context) error {
 	return nil
 }
 
-// RollbackTo undoes the unit; when it failed for want of accounts, it
-// creates them on a connection of its own, as InTx does between two runs
-// (only such autocommit inserts create accounts, so this never waits on a
-// transaction).
+// RollbackTo undoes the unit. When it failed for want of accounts, it
+// creates them in the shared transaction (InTx does so between two runs),
+// so that the unit's run alone after the batch finds them: on a connection
+// of its own, the insert could wait, in Go where PostgreSQL cannot see it,
+// for a pooled connection held by a transaction waiting for this batch's
+// locks.
 func (s *shared) RollbackTo(ctx context.Context, cause error) error {
 	if s.t.conn.IsClosed() {
 		return errors.New("postgres: the shared transaction's connection closed")
@@ -680,25 +682,23 @@ func (s *shared) RollbackTo(ctx context.Context, cause error) error {
 		i = slices.Index(s.t.pending, s.sp)
 	}
 	s.t.err, s.t.pre, s.sp = nil, nil, nil
+	b := &pgx.Batch{}
 	if i >= 0 {
 		// Nothing of the unit reached the database: drop its statements.
 		s.t.pending = s.t.pending[:i]
 	} else {
 		s.t.pending = nil
-		b := &pgx.Batch{}
 		b.Queue("ROLLBACK TO SAVEPOINT unit")
 		b.Queue("RELEASE SAVEPOINT unit")
-		if err := s.t.send(ctx, b); err != nil {
-			return wrap(err, "rolling back a unit")
-		}
 	}
 	var m *missingAccounts
 	if errors.As(cause, &m) {
-		if _, err := s.db.pool.Exec(ctx, createAccounts, m.ids, ledger.GenesisHash); err != nil {
-			return wrap(err, "creating accounts")
-		}
+		b.Queue(createAccounts, m.ids, ledger.GenesisHash)
 	}
-	return nil
+	if len(b.QueuedQueries) == 0 {
+		return nil
+	}
+	return wrap(s.t.send(ctx, b), "rolling back a unit")
 }
 
 func (s *shared) Commit(ctx context.Context) error {
