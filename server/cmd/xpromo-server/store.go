@@ -43,6 +43,7 @@ func openStore(ctx context.Context, cfg config, mustExist bool) (*openedStore, e
 		if err != nil {
 			return nil, fmt.Errorf("opening PostgreSQL at %s: %w", loc, err)
 		}
+		db.SetGroupCommit(cfg.GroupCommit)
 		return &openedStore{store: db, kind: "postgres", location: loc}, nil
 	}
 	path := cfg.sqlitePath()
@@ -55,6 +56,7 @@ func openStore(ctx context.Context, cfg config, mustExist bool) (*openedStore, e
 	if err != nil {
 		return nil, fmt.Errorf("opening SQLite at %s: %w", path, err)
 	}
+	db.SetGroupCommit(cfg.GroupCommit)
 	return &openedStore{store: db, kind: "sqlite", location: path}, nil
 }
 
