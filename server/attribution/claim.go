@@ -12,6 +12,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/txunit"
@@ -318,11 +319,14 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 	}
 	firstTrade := pub.Status == xpromo.AppStatusApproved || adv.Status == xpromo.AppStatusApproved
 
-	// Everything below happens in one transaction.
+	// Everything below happens in one transaction, which concurrent claims
+	// may share (group commit: one COMMIT for many claims, each in its own
+	// savepoint, each answered after that COMMIT). The function uses only
+	// its tx, as groupcommit.Allow requires.
 	var outcome *apperr.Error
 	var refusedID string
 	var traded bool
-	err = s.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = s.Update(groupcommit.Allow(ctx), func(ctx context.Context, tx Tx) error {
 		outcome, refusedID, replayed, traded = nil, "", false, false
 		var err error
 		ch, err = s.takeChain(ctx, tx, click, now)

@@ -34,6 +34,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/storage"
 )
@@ -48,6 +49,7 @@ const AppRole = "xpromo_app"
 type DB struct {
 	reader // ledger.Reader on the pool
 	pool   *pgxpool.Pool
+	group  *groupcommit.Committer[storage.Tx]
 }
 
 var _ storage.Store = (*DB)(nil)
@@ -84,7 +86,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connecting as %s: %w", AppRole, err)
 	}
-	return &DB{reader: reader{pool}, pool: pool}, nil
+	db := &DB{reader: reader{pool}, pool: pool}
+	db.SetGroupCommit(groupcommit.Config{})
+	return db, nil
 }
 
 // migrate runs the embedded migrations through database/sql, as the URL's
@@ -158,8 +162,44 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx ledger.T
 	return db.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return fn(ctx, tx) })
 }
 
-// Update implements storage.Store, with InTx's retries.
+// Update implements storage.Store, with InTx's retries. Under
+// groupcommit.Allow, fn may share its transaction with other callers'
+// (SetGroupCommit).
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	if groupcommit.Allowed(ctx) {
+		return db.group.Do(ctx, fn)
+	}
+	return db.update(ctx, fn)
+}
+
+// Group commit defaults: a batch's units run one after the other on its
+// connection, so several batches run at once; each unit's SAVEPOINT is a
+// subtransaction, and PostgreSQL caches 64 of them per transaction before
+// every snapshot elsewhere gets slower, hence the bound on a batch.
+const (
+	groupInFlight = 4
+	groupMaxBatch = 32
+)
+
+// SetGroupCommit configures the group commit of units allowed to share a
+// transaction (package groupcommit); zero fields take the defaults above.
+// Call it before the store is used.
+func (db *DB) SetGroupCommit(cfg groupcommit.Config) {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = groupMaxBatch
+	}
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = groupInFlight
+	}
+	db.group = groupcommit.New(cfg, groupcommit.Store[storage.Tx]{
+		Begin:     db.beginShared,
+		Alone:     db.update,
+		Retryable: sharedRetryable,
+		Unknown:   commitUnknown,
+	})
+}
+
+func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.inTx(ctx, beginSQL, fn)
 		if err == nil || !retryable(err) {

@@ -11,8 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/storage"
 )
 
 // tx implements ledger.Tx on one pooled connection, managing the
@@ -605,4 +608,127 @@ func lineArrays(lines []ledger.Line) lineColumnArrays {
 		c.at[i], c.prev[i], c.hash[i] = l.CreatedAt, l.PrevHash, l.Hash
 	}
 	return c
+}
+
+// shared is a transaction that several units share (package groupcommit),
+// on one pooled connection. SAVEPOINT travels with a unit's first
+// statement; RELEASE SAVEPOINT carries the unit's held-back statements
+// (Append's), so that their failure is the unit's own; the pipelined ledger
+// reads (t.pre) never pass from one unit to the next.
+type shared struct {
+	db   *DB
+	conn *pgxpool.Conn
+	t    *tx
+	sp   *pgx.QueuedQuery // this unit's SAVEPOINT while not yet sent
+}
+
+// sharedLockTimeout bounds a unit's wait for a row another shared
+// transaction locked: that one commits only once its current unit ends, so
+// two batches can wait on each other (PostgreSQL would find the deadlock
+// after deadlock_timeout, a second). Past it the unit is rolled back to its
+// savepoint and runs again alone (lock_not_available is retryable there).
+const sharedLockTimeout = "SET LOCAL lock_timeout = '50ms'"
+
+const codeLockNotAvailable = "55P03"
+
+func (db *DB) beginShared(ctx context.Context) (groupcommit.Shared[storage.Tx], error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, wrap(err, "acquiring a connection")
+	}
+	s := &shared{db: db, conn: conn, t: &tx{conn: conn.Conn(), begin: beginSQL}}
+	b := &pgx.Batch{}
+	b.Queue(sharedLockTimeout)
+	s.t.pending = append(s.t.pending, b.QueuedQueries...)
+	return s, nil
+}
+
+func (s *shared) Tx() storage.Tx { return s.t }
+
+func (s *shared) Savepoint(context.Context) error {
+	if s.t.err != nil {
+		return s.t.err
+	}
+	s.t.pre = nil
+	b := &pgx.Batch{}
+	s.sp = b.Queue("SAVEPOINT unit")
+	s.t.pending = append(s.t.pending, s.sp)
+	return nil
+}
+
+func (s *shared) Release(ctx context.Context) error {
+	s.t.pre = nil
+	b := &pgx.Batch{}
+	b.Queue("RELEASE SAVEPOINT unit")
+	if err := s.t.send(ctx, b); err != nil {
+		return wrap(err, "releasing a unit's savepoint")
+	}
+	s.sp = nil
+	return nil
+}
+
+// RollbackTo undoes the unit. When it failed for want of accounts, it
+// creates them in the shared transaction (InTx does so between two runs),
+// so that the unit's run alone after the batch finds them: on a connection
+// of its own, the insert could wait, in Go where PostgreSQL cannot see it,
+// for a pooled connection held by a transaction waiting for this batch's
+// locks.
+func (s *shared) RollbackTo(ctx context.Context, cause error) error {
+	if s.t.conn.IsClosed() {
+		return errors.New("postgres: the shared transaction's connection closed")
+	}
+	i := -1
+	if s.sp != nil {
+		i = slices.Index(s.t.pending, s.sp)
+	}
+	s.t.err, s.t.pre, s.sp = nil, nil, nil
+	b := &pgx.Batch{}
+	if i >= 0 {
+		// Nothing of the unit reached the database: drop its statements.
+		s.t.pending = s.t.pending[:i]
+	} else {
+		s.t.pending = nil
+		b.Queue("ROLLBACK TO SAVEPOINT unit")
+		b.Queue("RELEASE SAVEPOINT unit")
+	}
+	var m *missingAccounts
+	if errors.As(cause, &m) {
+		b.Queue(createAccounts, m.ids, ledger.GenesisHash)
+	}
+	if len(b.QueuedQueries) == 0 {
+		return nil
+	}
+	return wrap(s.t.send(ctx, b), "rolling back a unit")
+}
+
+func (s *shared) Commit(ctx context.Context) error {
+	if err := s.t.commit(ctx); err != nil {
+		return wrap(err, "commit")
+	}
+	s.conn.Release()
+	s.conn = nil
+	return nil
+}
+
+func (s *shared) Rollback(ctx context.Context) {
+	if s.conn == nil {
+		return
+	}
+	s.t.rollback(ctx)
+	s.conn.Release()
+	s.conn = nil
+}
+
+// sharedRetryable is a unit's failure that it cures by running again alone.
+func sharedRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return retryable(err) || errors.As(err, &pe) && pe.Code == codeLockNotAvailable
+}
+
+// commitUnknown reports a failed COMMIT that may have committed: the
+// database did not answer it (an answer, even ROLLBACK, is certain; so is
+// a failure before anything was sent).
+func commitUnknown(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe) && !errors.Is(err, pgx.ErrTxCommitRollback) && !pgconn.SafeToRetry(err)
 }

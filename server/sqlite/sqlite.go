@@ -24,6 +24,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/storage"
 )
@@ -38,6 +39,7 @@ type DB struct {
 	writer   *sql.DB // one connection: SQLite has one writer
 	readPool *sql.DB
 	owner    owner // the server instance that holds the file (HoldInstance)
+	group    *groupcommit.Committer[storage.Tx]
 }
 
 // Open opens (creating if needed) the database file at path and migrates it.
@@ -68,6 +70,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	readPool.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 
 	db := &DB{reader: reader{readPool}, path: path, writer: writer, readPool: readPool}
+	db.SetGroupCommit(groupcommit.Config{})
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -114,8 +117,41 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx ledger.T
 }
 
 // Update implements storage.Store: fn runs in a write transaction, retried on
-// conflicts.
+// conflicts. Under groupcommit.Allow, fn may share its transaction with
+// other callers' (SetGroupCommit).
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
+	if groupcommit.Allowed(ctx) {
+		return db.group.Do(ctx, fn)
+	}
+	return db.update(ctx, fn)
+}
+
+// groupMaxBatch: SQLite's one writer runs the units one after the other
+// anyway, so a batch may be long; the bound keeps the first unit's wait
+// short.
+const groupMaxBatch = 256
+
+// SetGroupCommit configures the group commit of units allowed to share a
+// transaction (package groupcommit); zero fields take SQLite's defaults: one
+// shared transaction at a time (there is one writer), up to 256 units in it.
+// Call it before the store is used.
+func (db *DB) SetGroupCommit(cfg groupcommit.Config) {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = groupMaxBatch
+	}
+	cfg.InFlight = 1
+	db.group = groupcommit.New(cfg, groupcommit.Store[storage.Tx]{
+		Begin:     db.beginShared,
+		Alone:     db.update,
+		Retryable: retryable,
+		// A COMMIT that failed (an I/O error while syncing the WAL) may or
+		// may not be durable: its units are answered the error, as a lone
+		// transaction's caller would be.
+		Unknown: func(error) bool { return true },
+	})
+}
+
+func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.inTx(ctx, fn)
 		if err == nil || !retryable(err) {

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/storage"
 )
 
 // tx implements ledger.Tx on the writer connection.
@@ -181,3 +183,44 @@ func (t *tx) Append(ctx context.Context, b ledger.Batch) error {
 	}
 	return nil
 }
+
+// shared is a write transaction that several units share (package
+// groupcommit): many claims' writes under one COMMIT, one fsync.
+type shared struct {
+	t *tx
+}
+
+func (db *DB) beginShared(ctx context.Context) (groupcommit.Shared[storage.Tx], error) {
+	sqlTx, err := db.writer.BeginTx(ctx, nil) // BEGIN IMMEDIATE, from _txlock
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return &shared{t: &tx{tx: sqlTx, owner: db.ownerID()}}, nil
+}
+
+func (s *shared) Tx() storage.Tx { return s.t }
+
+func (s *shared) Savepoint(ctx context.Context) error {
+	_, err := s.t.tx.ExecContext(ctx, "SAVEPOINT unit")
+	return wrap(err)
+}
+
+// Release fails if SQLite rolled the whole transaction back on its own (it
+// may on an I/O error or a full disk): the savepoint is gone then, and the
+// batch must not go on in autocommit mode.
+func (s *shared) Release(ctx context.Context) error {
+	_, err := s.t.tx.ExecContext(ctx, "RELEASE SAVEPOINT unit")
+	return wrap(err)
+}
+
+func (s *shared) RollbackTo(ctx context.Context, _ error) error {
+	if _, err := s.t.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT unit"); err != nil {
+		return wrap(err)
+	}
+	_, err := s.t.tx.ExecContext(ctx, "RELEASE SAVEPOINT unit")
+	return wrap(err)
+}
+
+func (s *shared) Commit(context.Context) error { return wrap(s.t.tx.Commit()) }
+
+func (s *shared) Rollback(context.Context) { s.t.tx.Rollback() }

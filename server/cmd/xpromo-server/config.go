@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/gate/contact"
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/wire"
@@ -72,6 +73,12 @@ type config struct {
 
 	// The vetting gate's counterparts (docs/gate.md, "Configuration").
 	Gate wire.GateConfig
+	// GroupCommit: concurrent install claims share transactions, each in
+	// a savepoint (docs/ledger.md, "Group commit of units").
+	GroupCommit groupcommit.Config
+	// GroupCommitAuto (--group-commit=auto): on for SQLite, off for
+	// PostgreSQL, where it measured slower (BENCHMARKS.md).
+	GroupCommitAuto bool
 	// PprofAddr: a loopback address serving net/http/pprof (profiling
 	// under load, BENCHMARKS.md); empty: none.
 	PprofAddr string
@@ -140,6 +147,9 @@ var settings = []setting{
 	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
 	{flag: "webhooks-allow-loopback", env: "XPROMO_WEBHOOKS_ALLOW_LOOPBACK", def: "false", usage: "test mode only: let webhook endpoints be on 127.0.0.1 and ::1 (any port), for a receiver on this machine; true or false (1 or 0)", serveOnly: true},
 	{flag: "mcp-allowed-origins", env: "XPROMO_MCP_ALLOWED_ORIGINS", def: "", usage: "comma-separated origins (scheme://host[:port], or *) of browser pages allowed to call /mcp, besides loopback ones and the base URL's; their hosts are accepted as Host too", serveOnly: true},
+	{flag: "group-commit", env: "XPROMO_GROUP_COMMIT", def: "auto", usage: "let concurrent install claims share database transactions, each in a savepoint and answered after the shared commit (docs/ledger.md): true, false, or auto (SQLite: true; PostgreSQL: false, where it measured slower)", serveOnly: true},
+	{flag: "group-commit-batch", env: "XPROMO_GROUP_COMMIT_BATCH", def: "0", usage: "most claims in one shared transaction; 0: the store's default (SQLite 256, PostgreSQL 32)", serveOnly: true},
+	{flag: "group-commit-in-flight", env: "XPROMO_GROUP_COMMIT_IN_FLIGHT", def: "0", usage: "PostgreSQL: shared transactions running at once; 0: the default (4). SQLite always runs one (one writer)", serveOnly: true},
 	{flag: "pprof-addr", env: "XPROMO_PPROF_ADDR", def: "", usage: "loopback address (127.0.0.1:port) serving Go's profiler at /debug/pprof/ for profiling under load; empty: off", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 	// The vetting gate (docs/gate.md).
@@ -341,6 +351,23 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		n, err := strconv.Atoi(get(name))
 		if err != nil || n < 1 {
 			return cfg, usagef("%s: %q is not a positive number of requests per minute", source[name], get(name))
+		}
+		*dst = n
+	}
+	switch v := get("group-commit"); v {
+	case "auto":
+		cfg.GroupCommitAuto = true
+	default:
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, usagef("%s: %q is not auto, true or false", source["group-commit"], v)
+		}
+		cfg.GroupCommit.Off = !on
+	}
+	for name, dst := range map[string]*int{"group-commit-batch": &cfg.GroupCommit.MaxBatch, "group-commit-in-flight": &cfg.GroupCommit.InFlight} {
+		n, err := strconv.Atoi(get(name))
+		if err != nil || n < 0 || n > 1024 {
+			return cfg, usagef("%s: %q is not a number from 0 (the default) to 1024", source[name], get(name))
 		}
 		*dst = n
 	}

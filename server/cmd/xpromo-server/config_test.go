@@ -32,7 +32,7 @@ func TestConfigDefaults(t *testing.T) {
 		Mode:      "test",
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
-		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200,
+		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200, GroupCommitAuto: true,
 		Gate: defaultGate, Scoring: defaultScoring,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
@@ -104,7 +104,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		Mode:        "live",
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
-		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200,
+		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200, GroupCommitAuto: true,
 		Gate: defaultGate, Scoring: defaultScoring,
 	}, cfg)
 }
