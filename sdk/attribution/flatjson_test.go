@@ -58,3 +58,23 @@ func TestDecodeFlatTakesFillTokens(t *testing.T) {
 		t.Fatalf("claims: %+v", c)
 	}
 }
+
+func BenchmarkDecodeClaims(b *testing.B) {
+	header := []byte(`{"alg":"Ed25519","kid":"sdk_01HZX3K5Q8","typ":"xpromo-fill+jwt"}`)
+	claims := []byte(`{"app":"app_01HZX3K5Q8","slot":"onboarding_complete","platform":"mac","dev":"dev_9f8e7d6c5b4a","loc":"en-US","iat":1764000000}`)
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte, any, ...string) error
+	}{{"one-pass", decodeObject}, {"walk", decodeObjectWalk}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var h Header
+				var c FillClaims
+				if bc.decode(header, &h, "alg", "kid", "typ") != nil || bc.decode(claims, &c, fillClaimNames...) != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
