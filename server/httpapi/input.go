@@ -67,13 +67,20 @@ func operationOf(r *http.Request) *openapi.Operation {
 	}
 	pattern := rctx.RoutePattern()
 	ops := documented()
-	if op := ops[r.Method+" "+pattern]; op != nil {
+	if op := lookupOp(ops, r.Method, pattern); op != nil {
 		return op
 	}
 	if r.Method == http.MethodHead {
-		return ops[http.MethodGet+" "+pattern] // served by GetHead
+		return lookupOp(ops, http.MethodGet, pattern) // served by GetHead
 	}
 	return nil
+}
+
+// lookupOp finds ops["METHOD /path"]: indexed by string(bytes), the lookup
+// does not allocate, as method+" "+pattern did, twice a request.
+func lookupOp(ops map[string]*openapi.Operation, method, pattern string) *openapi.Operation {
+	var buf [128]byte
+	return ops[string(append(append(append(buf[:0], method...), ' '), pattern...))]
 }
 
 // input applies the policy to the request line, the headers and the

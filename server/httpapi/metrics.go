@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,7 @@ func NewRegistry() *prometheus.Registry {
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	series   sync.Map // seriesKey → *series
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -59,9 +61,29 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 // accepting only tokens, but arbitrary tokens are possible, so unknown
 // methods are folded into one label value.
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	method = metricMethod(method)
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
+	key := seriesKey{metricMethod(method), route, status}
+	s, ok := m.series.Load(key)
+	if !ok {
+		// Resolved once per method, route and status (a bounded set: routes
+		// are patterns, methods are folded, statuses are the API's), not on
+		// each request: WithLabelValues hashes its labels every time.
+		s, _ = m.series.LoadOrStore(key, &series{
+			requests: m.requests.WithLabelValues(key.method, route, strconv.Itoa(status)),
+			duration: m.duration.WithLabelValues(key.method, route),
+		})
+	}
+	s.(*series).requests.Inc()
+	s.(*series).duration.Observe(d.Seconds())
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func metricMethod(m string) string {

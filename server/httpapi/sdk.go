@@ -78,7 +78,9 @@ func (s *Server) realIP(next http.Handler) http.Handler {
 				break
 			}
 		}
-		r2 := r.Clone(r.Context())
+		// A shallow copy: only RemoteAddr changes (Clone would copy the
+		// headers too, on every request).
+		r2 := r.WithContext(r.Context())
 		r2.RemoteAddr = net.JoinHostPort(client.String(), port)
 		next.ServeHTTP(w, r2)
 	})
