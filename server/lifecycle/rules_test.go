@@ -27,9 +27,9 @@ func TestVerdict(t *testing.T) {
 		{Signals{Upheld: 3}, complaints},                           //
 		{Signals{Claims: 20, FraudRejected: 20, Upheld: 9}, fraud}, // fraud first: it claws back
 		{Signals{Claims: 20, FraudRejected: 1, Upheld: 3}, complaints},
-		{Signals{CanaryClicks: 1}, canary},                               // one canary click (the default bar)
-		{Signals{CanaryClicks: 1, Upheld: 3}, canary},                    // canaries before complaints: they claw back
-		{Signals{Claims: 20, FraudRejected: 20, CanaryClicks: 4}, fraud}, // the fraud rate first
+		{Signals{CanaryClicks: 1}, canary},                                       // one canary click (the default bar)
+		{Signals{CanaryClicks: 1, Upheld: 3}, canary},                            // canaries before complaints: they claw back
+		{Signals{Claims: 20, FraudRejected: 20, CanaryClicks: 4}, fraud},         // the fraud rate first
 		{Signals{Claims: 19, Decided: 19, Retained: 0}, Verdict{}},               // churn: below the minimum sample
 		{Signals{Claims: 20, Decided: 20, Retained: 4}, Verdict{}},               // 0.2 retained: at the bar, not below
 		{Signals{Claims: 20, Decided: 20, Retained: 3}, churn},                   // 0.15
