@@ -150,7 +150,10 @@ func (c *C) Fill(pub *SDKApp) *xpromo.FillResponse {
 
 // FillFor fills the publisher's slot until the offer is for one of the
 // advertisers (another party's campaign may share the stream on a shared
-// server), at most 20 times, and fails the check when none is.
+// server), at most 20 times, and fails the check when none is. Like an
+// honest SDK it passes over a fill it must not show — an offer that lapsed
+// before it arrived, or one advertising another app than its creative: the
+// server's canaries (docs/apps.md "Canary check") — and fills again.
 func (c *C) FillFor(pub *SDKApp, advs ...*SDKApp) (*xpromo.FillResponse, *SDKApp) {
 	c.Helper()
 	fill, adv, last := c.TryFillFor(pub, advs...)
@@ -168,6 +171,9 @@ func (c *C) TryFillFor(pub *SDKApp, advs ...*SDKApp) (fill *xpromo.FillResponse,
 		if !last.Filled {
 			return nil, nil, last
 		}
+		if !c.showable(last) {
+			continue
+		}
 		for _, a := range advs {
 			if last.Offer.Advertiser == a.ID {
 				return last, a, last
@@ -175,6 +181,16 @@ func (c *C) TryFillFor(pub *SDKApp, advs ...*SDKApp) (fill *xpromo.FillResponse,
 		}
 	}
 	return nil, nil, last
+}
+
+// showable reports whether an honest SDK would show the filled answer:
+// its offer advertises the creative's app and has not lapsed by the
+// server's clock.
+func (c *C) showable(f *xpromo.FillResponse) bool {
+	if f.Offer == nil || f.Creative == nil || f.Offer.Advertiser != f.Creative.AdvertiserAppID {
+		return false
+	}
+	return c.Now().Before(time.Unix(f.Offer.OfferedAt, 0).Add(attribution.OfferTTL))
 }
 
 // SignClick signs the offer as the publisher's SDK, clicked at at.

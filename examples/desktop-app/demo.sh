@@ -59,7 +59,9 @@ fi
 # The token stays in the environment of the two processes (never on a
 # command line, where ps would show it).
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-start_test_server "$work/bin/xpromo-server" "$work/server.log" --rate-read 600 --rate-write 60 --webhooks-allow-loopback true
+# No canaries: the story's one fill must be the campaign's (the SDK shows a
+# canary's slot as no fill; docs/apps.md "Canary check").
+start_test_server "$work/bin/xpromo-server" "$work/server.log" --rate-read 600 --rate-write 60 --webhooks-allow-loopback true --canary-rate 0
 echo "xpromo-server: test mode, SQLite in $work/data, listening on http://$addr"
 echo "webhook-receiver: listening on $receiver"
 echo

@@ -284,8 +284,15 @@ func TestFillRefusesMismatchedOffer(t *testing.T) {
 			srv, pub := newPublisher(t)
 			srv.set(func(s *sdkServer) { s.offerFor = f })
 			r := &recordingRenderer{out: Clicked}
-			if _, err := pub.Show(context.Background(), SlotSettingsIdle, r); err == nil || len(r.ads) != 0 {
+			_, err := pub.Show(context.Background(), SlotSettingsIdle, r)
+			if err == nil || len(r.ads) != 0 {
 				t.Fatalf("shown: %v", err)
+			}
+			// Another advertiser than the creative's is what a mismatch
+			// canary is: an ordinary no fill, nothing for the app to handle.
+			var nf *NoFillError
+			if isNoFill := errors.As(err, &nf) && nf.Reason == NoFillOfferMismatch; isNoFill != (name == "other advertiser") {
+				t.Fatalf("%s: %v", name, err)
 			}
 		})
 	}

@@ -29,7 +29,8 @@ var ErrNoFill = errors.New("slots: no fill")
 
 // NoFillError is a fill that got nothing, with the server's reason
 // (xpromo.NoFillNoCampaign, xpromo.NoFillPublisherNotEligible, or one this
-// version does not know), or the SDK's own (NoFillOfferLapsed).
+// version does not know), or the SDK's own (NoFillOfferLapsed,
+// NoFillOfferMismatch).
 type NoFillError struct{ Reason xpromo.NoFillReason }
 
 // NoFillOfferLapsed is the reason of a fill whose offer had already lapsed
@@ -38,6 +39,12 @@ type NoFillError struct{ Reason xpromo.NoFillReason }
 // such offers as canaries (docs/apps.md "Canary check"): an SDK that shows
 // or clicks them is taken for a click spammer.
 const NoFillOfferLapsed xpromo.NoFillReason = "offer_lapsed"
+
+// NoFillOfferMismatch is the reason of a fill whose offer advertises
+// another app than its creative: clicking it would attribute an install of
+// an app the user never saw. The server plants such offers as canaries
+// too: show nothing.
+const NoFillOfferMismatch xpromo.NoFillReason = "offer_mismatch"
 
 func (e *NoFillError) Error() string        { return "slots: no fill: " + string(e.Reason) }
 func (e *NoFillError) Is(target error) bool { return target == ErrNoFill }
@@ -147,9 +154,10 @@ func (a *Agent) Fill(ctx context.Context, slot xpromo.Slot) (*Placement, error) 
 }
 
 // placement checks a filled answer before anything is shown: an offer for
-// another app, platform or advertiser than the creative's is not shown,
-// and an offer already lapsed is no fill (NoFillOfferLapsed). The server
-// plants such offers as canaries (docs/protocol.md): never show one.
+// another app or platform is refused, and an offer for another advertiser
+// than the creative's (NoFillOfferMismatch) or already lapsed
+// (NoFillOfferLapsed) is no fill. The server plants such offers as
+// canaries (docs/protocol.md): never show one.
 func (a *Agent) placement(slot xpromo.Slot, resp xpromo.FillResponse) (*Placement, error) {
 	c, o := resp.Creative, resp.Offer
 	if c == nil || o == nil {
@@ -159,7 +167,7 @@ func (a *Agent) placement(slot xpromo.Slot, resp xpromo.FillResponse) (*Placemen
 	case o.Publisher != a.cfg.AppID:
 		return nil, fmt.Errorf("slots: fill offer is for app %q, not %q", o.Publisher, a.cfg.AppID)
 	case o.Advertiser != c.AdvertiserAppID:
-		return nil, fmt.Errorf("slots: fill offer advertises %q, the creative %q", o.Advertiser, c.AdvertiserAppID)
+		return nil, &NoFillError{Reason: NoFillOfferMismatch}
 	case o.Platform != string(a.cfg.Platform):
 		return nil, fmt.Errorf("slots: fill offer is for platform %q, not %q", o.Platform, a.cfg.Platform)
 	}

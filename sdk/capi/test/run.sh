@@ -60,7 +60,9 @@ gcc -std=c11 "${cflags[@]}" -o "$out/app_static" sdk/capi/test/app.c "$out/libxp
 mcs -nologo -warnaserror -out:"$out/App.exe" sdk/capi/dotnet/XPromo.cs sdk/capi/test/App.cs
 
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-start_test_server "$out/xpromo-server" "$work/server.log" --rate-read 6000 --rate-write 600
+# No canaries: the driver's story needs each fill to be the campaign's (the
+# SDK would show a canary's slot as no fill; docs/apps.md "Canary check").
+start_test_server "$out/xpromo-server" "$work/server.log" --rate-read 6000 --rate-write 600 --canary-rate 0
 echo "capi: xpromo-server listening on http://$addr"
 
 # The leak check: capi_test is built with LeakSanitizer (gcc

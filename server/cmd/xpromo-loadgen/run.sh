@@ -58,7 +58,8 @@ token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 # request is part of its cost. Loopback is a trusted proxy so that each
 # simulated device can send its own X-Forwarded-For address.
 start_test_server "$work/bin/xpromo-server" "$work/server.log" --database-url="$database_url" \
-	--rate-read 100000000 --rate-write 100000000 --trusted-proxies 127.0.0.1
+	--rate-read 100000000 --rate-write 100000000 --trusted-proxies 127.0.0.1 \
+	--canary-rate 0 # the claim scenario signs a click for every fill: no canaries (docs/apps.md "Canary check")
 echo "xpromo-server: test mode, $store, listening on http://$addr"
 echo "machine load: $(uptime)"
 
