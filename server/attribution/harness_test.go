@@ -317,18 +317,37 @@ func newKey(t testing.TB) token.KeyPair {
 // transaction: the sweep's input without n claims and heartbeats.
 func (w *world) activated(pairs []pair, n int) {
 	w.t.Helper()
+	w.due(pairs, n, attribution.StateActivated)
+}
+
+// lapsed writes n chains installed 73 hours ago that never activated, with
+// their escrow holds, spread over pairs: the sweep refunds them
+// (not_activated).
+func (w *world) lapsed(pairs []pair, n int) {
+	w.t.Helper()
+	w.due(pairs, n, attribution.StateInstalled)
+}
+
+// due writes n chains the sweep settles now, in state (activated or
+// installed), with their escrow holds, 500 per transaction.
+func (w *world) due(pairs []pair, n int, state attribution.State) {
+	w.t.Helper()
 	now := w.now()
-	installed, activated := now.Add(-50*time.Hour), now.Add(-time.Hour)
+	installed, activated, updated := now.Add(-50*time.Hour), now.Add(-time.Hour), now.Add(-time.Hour)
+	if state == attribution.StateInstalled {
+		installed, activated = now.Add(-attribution.ActivationWindowEnd-time.Hour), time.Time{}
+		updated = installed
+	}
 	for start := 0; start < n; start += 500 {
 		m := min(500, n-start)
 		err := w.store.Update(w.ctx, func(ctx context.Context, tx storage.Tx) error {
 			ops := make([]ledger.Operation, m)
 			for i := range m {
 				p := pairs[(start+i)%len(pairs)]
-				c := attribution.Chain{ID: ids.New("ch"), Nonce: ids.New("n"), State: attribution.StateActivated,
+				c := attribution.Chain{ID: ids.New("ch"), Nonce: ids.New("n"), State: state,
 					CampaignID: p.campaign, PublisherAppID: p.pub, AdvertiserAppID: p.adv, Category: "productivity",
 					Platform: xpromo.PlatformMac, PriceCents: 400, ClickedAt: installed, ExpiresAt: installed.Add(15 * time.Minute),
-					InstalledAt: installed, ActivatedAt: activated, CreatedAt: installed, UpdatedAt: activated}
+					InstalledAt: installed, ActivatedAt: activated, CreatedAt: installed, UpdatedAt: updated}
 				if _, err := tx.InsertChain(ctx, c); err != nil {
 					return err
 				}

@@ -92,6 +92,22 @@ type HoldStats struct {
 	// a known floor (holds posted outside attribution have none).
 	FlooredCharged int64
 	ChargedFloors  int64
+	// PublisherSuspended counts the released holds (among Resolved) of
+	// chains refunded because their publisher was suspended for fraud when
+	// the sweep came (chain reason publisher_suspended): installs that
+	// activated, refunded to the advertiser rather than charged.
+	PublisherSuspended int64
+}
+
+// Retention is the advertiser's 48-hour retention over the holds: charged /
+// resolved, 0 while none is resolved. Holds released because the publisher
+// was suspended for fraud count neither way: the fraudulent publisher's
+// installs say nothing about the advertiser's app (their activation is as
+// suspect as the rest of the publisher's traffic), and refunding them must
+// not lower the retention of the advertiser they defrauded — nor keep it
+// from going live.
+func (h HoldStats) Retention() float64 {
+	return ratio(h.Charged, h.Resolved-h.PublisherSuspended)
 }
 
 // Txer runs fn in a transaction (storage.Updater / storage.Viewer).

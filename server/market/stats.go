@@ -25,7 +25,9 @@ const NetworkPeriod = xpromo.PeriodLast30Days
 //   - installs: holds opened for the app in the period;
 //   - cleared: those of them charged (the install reached activated_48h);
 //   - retention_48h: cleared / those of them resolved (charged or
-//     released), 0 while none is resolved;
+//     released), 0 while none is resolved; holds released because their
+//     publisher was suspended for fraud count neither way
+//     (HoldStats.Retention);
 //   - floor_cents: the floor that applied to what was bought: the average,
 //     rounded half up, of the floors the cleared installs' offers were made
 //     under (each install's category and platform, at its offer); before
@@ -88,7 +90,7 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 		out = xpromo.Stats{
 			Installs:              hs.Opened,
 			Cleared:               hs.Charged,
-			Retention48h:          ratio(hs.Charged, hs.Resolved),
+			Retention48h:          hs.Retention(),
 			FraudRejected:         map[string]int64{},
 			FloorCents:            floor,
 			AvgClearingPriceCents: floor,

@@ -74,8 +74,10 @@ func (s *Service) firstTrade(ctx context.Context, tx TradeTx, appID string) (boo
 // clears an install (after the clearing's ledger operation, so its charge
 // counts): a throttled advertiser (an approved one first moves to throttled:
 // it has traded) whose escrow holds opened in the last LiveWindowDays count
-// at least LiveMinCleared charged and a 48-hour retention (charged /
-// resolved) of at least LiveMinRetention moves to live (reason
+// at least LiveMinCleared charged and a 48-hour retention
+// (HoldStats.Retention: charged / resolved, the holds refunded because their
+// publisher was suspended for fraud left out) of at least LiveMinRetention
+// moves to live (reason
 // cleared_with_good_retention), and its campaigns' statuses are recorded
 // again (active when funded, Status). It reports whether anything changed;
 // after the commit, call Invalidate so delivery sees it at once.
@@ -122,5 +124,5 @@ func (s *Service) goesLive(hs HoldStats) bool {
 	if minRetention <= 0 {
 		minRetention = DefaultLiveMinRetention
 	}
-	return hs.Charged >= minCleared && ratio(hs.Charged, hs.Resolved) >= minRetention
+	return hs.Charged >= minCleared && hs.Retention() >= minRetention
 }

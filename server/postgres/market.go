@@ -129,7 +129,11 @@ func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error)
 	return balance, wrap(err, "reading a wallet balance")
 }
 
-// holdStats aggregates holds with their resolution (if any).
+// holdStats aggregates holds with their resolution (if any). A hold opened
+// for an install carries its chain's id; the sweep writes the chain's
+// reason in the transaction that releases the hold, so a release whose chain
+// is refunded publisher_suspended is told apart through the join the floors
+// already need.
 // The floor of a hold is the one its chain's offer was made under: the
 // highest version of the (category, platform) floor dated at or before the
 // offer, else (an offer older than the history) the first version.
@@ -137,7 +141,8 @@ const holdStats = `SELECT count(*), count(r.hold_id),
   count(*) FILTER (WHERE r.resolution = 'charge'),
   coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)::bigint,
   count(f.floor_cents) FILTER (WHERE r.resolution = 'charge'),
-  coalesce(sum(f.floor_cents) FILTER (WHERE r.resolution = 'charge'), 0)::bigint
+  coalesce(sum(f.floor_cents) FILTER (WHERE r.resolution = 'charge'), 0)::bigint,
+  count(*) FILTER (WHERE r.resolution = 'release' AND c.reason = 'publisher_suspended')
 FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
 LEFT JOIN chains c ON c.id = h.chain_id
 LEFT JOIN LATERAL (SELECT cf.floor_cents FROM category_floors cf WHERE cf.category = c.category AND cf.platform = c.platform
@@ -146,7 +151,7 @@ WHERE h.created_at BETWEEN $1 AND $2`
 
 func (t *tx) holdStats(ctx context.Context, query string, args ...any) (market.HoldStats, error) {
 	var s market.HoldStats
-	err := t.queryRow(ctx, query, args, &s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount, &s.FlooredCharged, &s.ChargedFloors)
+	err := t.queryRow(ctx, query, args, &s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount, &s.FlooredCharged, &s.ChargedFloors, &s.PublisherSuspended)
 	return s, wrap(err, "aggregating holds")
 }
 

@@ -137,7 +137,11 @@ func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error)
 	return balance, wrap(err)
 }
 
-// holdStats aggregates holds with their resolution (if any).
+// holdStats aggregates holds with their resolution (if any). A hold opened
+// for an install carries its chain's id; the sweep writes the chain's
+// reason in the transaction that releases the hold, so a release whose chain
+// is refunded publisher_suspended is told apart through the join the floors
+// already need.
 // The floor of a hold is the one its chain's offer was made under: the
 // highest version of the (category, platform) floor dated at or before the
 // offer, else (an offer older than the history) the first version.
@@ -145,7 +149,8 @@ const holdStats = `SELECT count(*), count(r.hold_id),
   count(*) FILTER (WHERE r.resolution = 'charge'),
   coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0),
   count(` + chainFloor + `) FILTER (WHERE r.resolution = 'charge'),
-  coalesce(sum(` + chainFloor + `) FILTER (WHERE r.resolution = 'charge'), 0)
+  coalesce(sum(` + chainFloor + `) FILTER (WHERE r.resolution = 'charge'), 0),
+  count(*) FILTER (WHERE r.resolution = 'release' AND c.reason = 'publisher_suspended')
 FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
 LEFT JOIN chains c ON c.id = h.chain_id
 WHERE h.created_at BETWEEN ? AND ?`
@@ -155,7 +160,7 @@ const chainFloor = `(SELECT cf.floor_cents FROM category_floors cf WHERE cf.cate
 
 func (t *tx) holdStats(ctx context.Context, query string, args ...any) (market.HoldStats, error) {
 	var s market.HoldStats
-	err := t.tx.QueryRowContext(ctx, query, args...).Scan(&s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount, &s.FlooredCharged, &s.ChargedFloors)
+	err := t.tx.QueryRowContext(ctx, query, args...).Scan(&s.Opened, &s.Resolved, &s.Charged, &s.ChargedAmount, &s.FlooredCharged, &s.ChargedFloors, &s.PublisherSuspended)
 	return s, wrap(err)
 }
 

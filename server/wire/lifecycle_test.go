@@ -590,6 +590,10 @@ func TestSweepRefundsSuspendedPublisher(t *testing.T) {
 		assert.Len(t, linesOf(advLines, xpromo.LineEscrowRelease), 3, "two refunds, one clearing")
 		assert.Len(t, linesOf(advLines, xpromo.LineCharge), 1)
 		assert.Equal(t, 20_000-price, balance(advLines))
+		// The farm's refunds do not lower the advertiser's retention: one
+		// charged of one resolved, the two publisher_suspended left out.
+		st := decode[xpromo.Stats](t, a.expect(200, a.do("GET", "/v1/apps/"+adv.id+"/stats", adv.key, nil)))
+		assert.Equal(t, []any{int64(3), int64(1), 1.0}, []any{st.Installs, st.Cleared, st.Retention48h})
 
 		// Nothing cleared for the farm: the review has nothing to claw back.
 		res, err := srv.Lifecycle.Review(ctx)
