@@ -166,12 +166,15 @@ func (c *C) FillFor(pub *SDKApp, advs ...*SDKApp) (*xpromo.FillResponse, *SDKApp
 // TryFillFor is FillFor answering nil on no fill; last is the last answer.
 func (c *C) TryFillFor(pub *SDKApp, advs ...*SDKApp) (fill *xpromo.FillResponse, adv *SDKApp, last *xpromo.FillResponse) {
 	c.Helper()
+	// Read before filling: callers look at the fill as the last exchange
+	// (C.Last).
+	now := c.Now()
 	for range 20 {
 		last = c.Fill(pub)
 		if !last.Filled {
 			return nil, nil, last
 		}
-		if !c.showable(last) {
+		if !showable(last, now) {
 			continue
 		}
 		for _, a := range advs {
@@ -183,14 +186,14 @@ func (c *C) TryFillFor(pub *SDKApp, advs ...*SDKApp) (fill *xpromo.FillResponse,
 	return nil, nil, last
 }
 
-// showable reports whether an honest SDK would show the filled answer:
-// its offer advertises the creative's app and has not lapsed by the
-// server's clock.
-func (c *C) showable(f *xpromo.FillResponse) bool {
+// showable reports whether an honest SDK would show the filled answer at
+// now (the server's clock): its offer advertises the creative's app and
+// has not lapsed.
+func showable(f *xpromo.FillResponse, now time.Time) bool {
 	if f.Offer == nil || f.Creative == nil || f.Offer.Advertiser != f.Creative.AdvertiserAppID {
 		return false
 	}
-	return c.Now().Before(time.Unix(f.Offer.OfferedAt, 0).Add(attribution.OfferTTL))
+	return now.Before(time.Unix(f.Offer.OfferedAt, 0).Add(attribution.OfferTTL))
 }
 
 // SignClick signs the offer as the publisher's SDK, clicked at at.
