@@ -29,8 +29,9 @@ func TestRunJobs(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
 		clock := clocktest.New(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
-		// The gate's handler runs too, offline: its RDAP server does not
-		// exist and the download is on a refused address.
+		// The gate's handler is replaced below by one that never records a
+		// result: a gate result runs the app's queued scoring job at once
+		// (apps.QueueJobSoon), which would move the retry this test watches.
 		srv, err := wire.Build(wire.Config{Now: clock.Now, JobInterval: 5 * time.Millisecond, Gate: wire.GateConfig{RDAPBaseURL: "https://rdap.invalid/"}}, s)
 		require.NoError(t, err)
 		ts := httptest.NewServer(srv.HTTP)
@@ -43,6 +44,9 @@ func TestRunJobs(t *testing.T) {
 		require.NoError(t, err)
 		c = c.With(xpromo.WithAPIKey(reg.APIKey))
 
+		srv.Jobs.Handle(xpromo.JobGate, 0, func(context.Context, apps.Job) (jobs.Outcome[storage.Tx], error) {
+			return jobs.Outcome[storage.Tx]{}, jobs.Transient("test_gate_waits", "the gate is not part of this test")
+		})
 		var mu sync.Mutex
 		attempts := 0
 		srv.Jobs.Handle(xpromo.JobScoring, 0, func(ctx context.Context, j apps.Job) (jobs.Outcome[storage.Tx], error) {
