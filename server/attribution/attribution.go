@@ -350,8 +350,8 @@ type Service struct {
 	// canary check, canary.go; docs/apps.md "Canary check"); 0 disables it.
 	CanaryRate int
 
-	fills    fillCounter
-	canaries canaryCounter
+	fills    counter[fillKey]
+	canaries counter[canaryDay]
 	cache    appCache
 }
 

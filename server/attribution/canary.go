@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"sync"
 	"time"
 
 	token "github.com/xpromo/xpromo/sdk/attribution"
@@ -142,8 +141,8 @@ func (s *Service) canaryFill(ctx context.Context, f Fill, v CanaryVariant, now t
 	if f.Offer, err = token.SealOffer(s.MACKey, o); err != nil {
 		return Fill{}, err
 	}
-	cc := CanaryCount{Day: day(now), AppID: o.Publisher, Count: 1}
-	txunit.AfterCommit(ctx, func() { s.canaries.add(cc) })
+	k := canaryDay{day(now), o.Publisher}
+	txunit.AfterCommit(ctx, func() { s.canaries.add(k, 1) })
 	return f, nil
 }
 
@@ -187,55 +186,6 @@ func recordCanaryClick(ctx context.Context, tx Tx, c CanaryClick, log func(Canar
 	inserted, err := tx.InsertCanaryClick(ctx, c)
 	if err == nil && inserted {
 		log(c)
-	}
-	return err
-}
-
-// canaryCounter counts canaries served in memory until FlushFills stores
-// them, like fillCounter.
-type canaryCounter struct {
-	mu     sync.Mutex
-	counts map[canaryKeyDay]int64
-}
-
-type canaryKeyDay struct {
-	day time.Time
-	app string
-}
-
-func (c *canaryCounter) add(n CanaryCount) {
-	c.mu.Lock()
-	if c.counts == nil {
-		c.counts = map[canaryKeyDay]int64{}
-	}
-	c.counts[canaryKeyDay{n.Day, n.AppID}] += n.Count
-	c.mu.Unlock()
-}
-
-func (c *canaryCounter) take() []CanaryCount {
-	c.mu.Lock()
-	counts := c.counts
-	c.counts = nil
-	c.mu.Unlock()
-	out := make([]CanaryCount, 0, len(counts))
-	for k, n := range counts {
-		out = append(out, CanaryCount{Day: k.day, AppID: k.app, Count: n})
-	}
-	return out
-}
-
-// flushCanaries stores the canaries counted since the last flush; when
-// storing fails they are kept for the next.
-func (s *Service) flushCanaries(ctx context.Context) error {
-	counts := s.canaries.take()
-	if len(counts) == 0 {
-		return nil
-	}
-	err := s.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.AddCanaryCounts(ctx, counts) })
-	if err != nil {
-		for _, c := range counts {
-			s.canaries.add(c)
-		}
 	}
 	return err
 }

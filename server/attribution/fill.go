@@ -199,8 +199,8 @@ func (s *Service) Fill(ctx context.Context, v VerifiedFill) (f Fill, reason xpro
 	}
 	// Counted once the fill is answered for good: with the request's unit
 	// of work, if it runs in one (its stored answer commits; txunit).
-	fc := FillCount{Day: day(now), CampaignID: award.CampaignID, AdvertiserAppID: adv.ID, PublisherAppID: pub.ID, Count: 1}
-	txunit.AfterCommit(ctx, func() { s.fills.add(fc) })
+	k := fillKey{day(now), award.CampaignID, adv.ID, pub.ID}
+	txunit.AfterCommit(ctx, func() { s.fills.add(k, 1) })
 	return f, "", nil
 }
 
@@ -226,12 +226,51 @@ func day(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// fillCounter counts fills in memory until FlushFills stores them: the fill
-// path stays free of writes, and many fills cost one upsert per (day,
-// campaign, publisher) per flush.
-type fillCounter struct {
+// counter counts in memory, by key, until FlushFills stores the counts:
+// the fill path stays free of writes, and many fills cost one upsert per
+// key per flush. It counts fills by (day, campaign, publisher) and
+// canaries served by (day, publisher).
+type counter[K comparable] struct {
 	mu     sync.Mutex
-	counts map[fillKey]int64
+	counts map[K]int64
+}
+
+func (c *counter[K]) add(k K, n int64) {
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = map[K]int64{}
+	}
+	c.counts[k] += n
+	c.mu.Unlock()
+}
+
+// take empties the counter and returns what it held.
+func (c *counter[K]) take() map[K]int64 {
+	c.mu.Lock()
+	counts := c.counts
+	c.counts = nil
+	c.mu.Unlock()
+	return counts
+}
+
+// sum is the count of the keys match accepts, not taken yet.
+func (c *counter[K]) sum(match func(K) bool) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for k, v := range c.counts {
+		if match(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// putBack adds counts that could not be stored back, for the next flush.
+func (c *counter[K]) putBack(counts map[K]int64) {
+	for k, n := range counts {
+		c.add(k, n)
+	}
 }
 
 type fillKey struct {
@@ -239,42 +278,42 @@ type fillKey struct {
 	campaign, advertiser, publisher string
 }
 
-func (c *fillCounter) add(f FillCount) {
-	c.mu.Lock()
-	if c.counts == nil {
-		c.counts = map[fillKey]int64{}
-	}
-	c.counts[fillKey{f.Day, f.CampaignID, f.AdvertiserAppID, f.PublisherAppID}] += f.Count
-	c.mu.Unlock()
+type canaryDay struct {
+	day time.Time
+	app string
 }
 
-// take empties the counter and returns what it held.
-func (c *fillCounter) take() []FillCount {
-	c.mu.Lock()
-	counts := c.counts
-	c.counts = nil
-	c.mu.Unlock()
-	out := make([]FillCount, 0, len(counts))
-	for k, n := range counts {
-		out = append(out, FillCount{Day: k.day, CampaignID: k.campaign, AdvertiserAppID: k.advertiser, PublisherAppID: k.publisher, Count: n})
-	}
-	return out
-}
-
-// FlushFills stores the fills counted since the last flush (Stats'
-// impressions read them), and the canaries served (canary.go). When storing fails the counts are kept for the
-// next flush. The server flushes every few seconds and at shutdown.
+// FlushFills stores, in one transaction, the fills counted since the last
+// flush (Stats' impressions read them) and the canaries served (canary.go).
+// When storing fails the counts are kept for the next flush. The server
+// flushes every few seconds and at shutdown.
 func (s *Service) FlushFills(ctx context.Context) error {
-	cerr := s.flushCanaries(ctx)
-	counts := s.fills.take()
-	if len(counts) == 0 {
-		return cerr
+	fills, canaries := s.fills.take(), s.canaries.take()
+	if len(fills) == 0 && len(canaries) == 0 {
+		return nil
 	}
-	err := s.Update(ctx, func(ctx context.Context, tx Tx) error { return tx.AddFillCounts(ctx, counts) })
-	if err != nil {
-		for _, c := range counts {
-			s.fills.add(c)
+	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if len(fills) > 0 {
+			counts := make([]FillCount, 0, len(fills))
+			for k, n := range fills {
+				counts = append(counts, FillCount{Day: k.day, CampaignID: k.campaign, AdvertiserAppID: k.advertiser, PublisherAppID: k.publisher, Count: n})
+			}
+			if err := tx.AddFillCounts(ctx, counts); err != nil {
+				return err
+			}
 		}
+		if len(canaries) > 0 {
+			counts := make([]CanaryCount, 0, len(canaries))
+			for k, n := range canaries {
+				counts = append(counts, CanaryCount{Day: k.day, AppID: k.app, Count: n})
+			}
+			return tx.AddCanaryCounts(ctx, counts)
+		}
+		return nil
+	})
+	if err != nil {
+		s.fills.putBack(fills)
+		s.canaries.putBack(canaries)
 	}
-	return errors.Join(cerr, err)
+	return err
 }

@@ -38,7 +38,7 @@ func (s *Service) AppStats(ctx context.Context, appID string, from, to time.Time
 	if err != nil {
 		return ChainStats{}, err
 	}
-	out.Impressions += s.fills.pending(appID, from, to)
+	out.Impressions += s.pendingFills(appID, from, to)
 	if out.FraudRejected == nil {
 		out.FraudRejected = map[string]int64{}
 	}
@@ -55,18 +55,12 @@ func (s *Service) NetworkStats(ctx context.Context, from, to time.Time) (Network
 	return out, err
 }
 
-// pending is the number of fills of an advertiser's campaigns counted in
-// memory, not flushed yet, on days overlapping [from, to].
-func (c *fillCounter) pending(advertiserAppID string, from, to time.Time) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n int64
-	for k, v := range c.counts {
-		if k.advertiser == advertiserAppID && !k.day.Before(day(from)) && !k.day.After(to) {
-			n += v
-		}
-	}
-	return n
+// pendingFills is the number of fills of an advertiser's campaigns
+// counted in memory, not flushed yet, on days overlapping [from, to].
+func (s *Service) pendingFills(advertiserAppID string, from, to time.Time) int64 {
+	return s.fills.sum(func(k fillKey) bool {
+		return k.advertiser == advertiserAppID && !k.day.Before(day(from)) && !k.day.After(to)
+	})
 }
 
 // roundHalfUp is n/d rounded half up, for non-negative n and positive d.
