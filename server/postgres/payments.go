@@ -212,25 +212,30 @@ WHERE id = $5 AND status = 'pending'`,
 	return paymentRowUpdated(n, err, "payout", p.ID)
 }
 
-// ClaimStalePayouts claims with FOR UPDATE SKIP LOCKED: rows another
-// recovery pass (or a payout finishing) holds are skipped, so concurrent
-// passes claim disjoint batches. READ COMMITTED re-checks each locked row on
-// its newest version, so a claimed payout is still pending.
 func (t *tx) ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]payments.Payout, error) {
-	var out []payments.Payout
-	err := t.query(ctx, `UPDATE payouts SET updated_at = $1
-WHERE id IN (SELECT id FROM payouts WHERE status = 'pending' AND (updated_at <= $2 OR updated_at >= $3)
+	out, err := claimStale(ctx, t, "payouts", payoutColumns, scanPayout, now, grace, limit)
+	slices.SortFunc(out, func(a, b payments.Payout) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, wrap(err, "claiming stale payouts")
+}
+
+// claimStale claims up to limit pending rows of table (payouts, x402
+// settlements) whose updated_at is older than grace, or in the future by
+// more than grace (a clock that jumped back), by touching their updated_at.
+// FOR UPDATE SKIP LOCKED: rows another recovery pass (or a row finishing)
+// holds are skipped, so concurrent passes claim disjoint batches. READ
+// COMMITTED re-checks each locked row on its newest version, so a claimed
+// row is still pending.
+func claimStale[T any](ctx context.Context, t *tx, table, columns string, scan func(pgx.Row) (T, error), now time.Time, grace time.Duration, limit int) ([]T, error) {
+	var out []T
+	err := t.query(ctx, `UPDATE `+table+` SET updated_at = $1
+WHERE id IN (SELECT id FROM `+table+` WHERE status = 'pending' AND (updated_at <= $2 OR updated_at >= $3)
   ORDER BY updated_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
-RETURNING `+payoutColumns, []any{now, now.Add(-grace), now.Add(grace), limit}, func(rows pgx.Rows) error {
-		p, err := scanPayout(rows)
-		out = append(out, p)
+RETURNING `+columns, []any{now, now.Add(-grace), now.Add(grace), limit}, func(rows pgx.Rows) error {
+		v, err := scan(rows)
+		out = append(out, v)
 		return err
 	})
-	if err != nil {
-		return nil, wrap(err, "claiming stale payouts")
-	}
-	slices.SortFunc(out, func(a, b payments.Payout) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
+	return out, err
 }
 
 func (t *tx) InsertTestTransfer(ctx context.Context, tr payments.TestTransfer) (bool, error) {

@@ -72,23 +72,11 @@ WHERE id = $6 AND status = 'pending'`, x.Status, x.TxHash, x.OperationID, x.Fail
 	return paymentRowUpdated(n, err, "x402 settlement", x.ID)
 }
 
-// ClaimStaleX402Settlements claims with FOR UPDATE SKIP LOCKED, as
-// ClaimStalePayouts does.
+// ClaimStaleX402Settlements claims as ClaimStalePayouts does.
 func (t *tx) ClaimStaleX402Settlements(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]payments.X402Settlement, error) {
-	var out []payments.X402Settlement
-	err := t.query(ctx, `UPDATE x402_settlements SET updated_at = $1
-WHERE id IN (SELECT id FROM x402_settlements WHERE status = 'pending' AND (updated_at <= $2 OR updated_at >= $3)
-  ORDER BY updated_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
-RETURNING `+x402Columns, []any{now, now.Add(-grace), now.Add(grace), limit}, func(rows pgx.Rows) error {
-		x, err := scanX402(rows)
-		out = append(out, x)
-		return err
-	})
-	if err != nil {
-		return nil, wrap(err, "claiming stale x402 settlements")
-	}
+	out, err := claimStale(ctx, t, "x402_settlements", x402Columns, scanX402, now, grace, limit)
 	slices.SortFunc(out, func(a, b payments.X402Settlement) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
+	return out, wrap(err, "claiming stale x402 settlements")
 }
 
 func (t *tx) InsertX402Quote(ctx context.Context, q payments.X402Quote) error {

@@ -184,26 +184,32 @@ WHERE id = ? AND status = 'pending'`,
 }
 
 func (t *tx) ClaimStalePayouts(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]payments.Payout, error) {
-	rows, err := t.tx.QueryContext(ctx, `UPDATE payouts SET updated_at = ?
-WHERE id IN (SELECT id FROM payouts WHERE status = 'pending' AND (updated_at <= ? OR updated_at >= ?) ORDER BY updated_at, id LIMIT ?)
-RETURNING `+payoutColumns, micros(now), micros(now.Add(-grace)), micros(now.Add(grace)), limit)
+	out, err := claimStale(ctx, t, "payouts", payoutColumns, scanPayout, now, grace, limit)
+	slices.SortFunc(out, func(a, b payments.Payout) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, err
+}
+
+// claimStale claims up to limit pending rows of table (payouts, x402
+// settlements) whose updated_at is older than grace, or in the future by
+// more than grace (a clock that jumped back), by touching their updated_at.
+// SQLite's single writer makes concurrent passes take turns.
+func claimStale[T any](ctx context.Context, t *tx, table, columns string, scan func(scanner) (T, error), now time.Time, grace time.Duration, limit int) ([]T, error) {
+	rows, err := t.tx.QueryContext(ctx, `UPDATE `+table+` SET updated_at = ?
+WHERE id IN (SELECT id FROM `+table+` WHERE status = 'pending' AND (updated_at <= ? OR updated_at >= ?) ORDER BY updated_at, id LIMIT ?)
+RETURNING `+columns, micros(now), micros(now.Add(-grace)), micros(now.Add(grace)), limit)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
-	var out []payments.Payout
+	var out []T
 	for rows.Next() {
-		p, err := scanPayout(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, wrap(err)
 		}
-		out = append(out, p)
+		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap(err)
-	}
-	slices.SortFunc(out, func(a, b payments.Payout) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
+	return out, wrap(rows.Err())
 }
 
 func (t *tx) InsertTestTransfer(ctx context.Context, tr payments.TestTransfer) (bool, error) {

@@ -62,27 +62,11 @@ WHERE id = ? AND status = 'pending'`, x.Status, x.TxHash, x.OperationID, x.Failu
 	return paymentRowUpdated(res, err, "x402 settlement", x.ID)
 }
 
+// ClaimStaleX402Settlements claims as ClaimStalePayouts does.
 func (t *tx) ClaimStaleX402Settlements(ctx context.Context, now time.Time, grace time.Duration, limit int) ([]payments.X402Settlement, error) {
-	rows, err := t.tx.QueryContext(ctx, `UPDATE x402_settlements SET updated_at = ?
-WHERE id IN (SELECT id FROM x402_settlements WHERE status = 'pending' AND (updated_at <= ? OR updated_at >= ?) ORDER BY updated_at, id LIMIT ?)
-RETURNING `+x402Columns, micros(now), micros(now.Add(-grace)), micros(now.Add(grace)), limit)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	defer rows.Close()
-	var out []payments.X402Settlement
-	for rows.Next() {
-		x, err := scanX402(rows)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		out = append(out, x)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap(err)
-	}
+	out, err := claimStale(ctx, t, "x402_settlements", x402Columns, scanX402, now, grace, limit)
 	slices.SortFunc(out, func(a, b payments.X402Settlement) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
+	return out, err
 }
 
 func (t *tx) InsertX402Quote(ctx context.Context, q payments.X402Quote) error {
