@@ -3,8 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/txunit"
 )
 
@@ -87,13 +87,11 @@ func readAhead(ctx context.Context, tx Tx, ops []Operation) error {
 // size stay small, and a caller waits for at most this many others.
 const maxGroup = 256
 
-// committer is the queue of a Ledger's group commit; the zero value is
-// ready.
+// committer is the queue of a Ledger's group commit (the machinery of
+// package groupcommit's committer of units); the zero value is ready.
 type committer struct {
-	mu       sync.Mutex
-	queue    []*posting
-	inFlight int            // committer goroutines draining the queue
-	busy     map[string]int // accounts of the batches in flight: how many hold each
+	queue groupcommit.Queue[*posting]
+	busy  map[string]int // accounts of the batches in flight, how many hold each; under the queue's lock
 }
 
 // posting is one waiting call of Post.
@@ -115,14 +113,7 @@ func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
 		return l.postAlone(ctx, op)
 	}
 	p := &posting{ctx: ctx, op: op, done: make(chan struct{})}
-	c := &l.group
-	c.mu.Lock()
-	c.queue = append(c.queue, p)
-	if c.inFlight < l.committers() {
-		c.inFlight++
-		go l.commitLoop()
-	}
-	c.mu.Unlock()
+	l.group.queue.Push(p, l.committers(), l.commitLoop)
 	<-p.done
 	return p.res, p.err
 }
@@ -130,9 +121,7 @@ func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
 // Waiting reports how many posts wait for the committer to take them into
 // a transaction (not those in the transaction in flight).
 func (l *Ledger) Waiting() int {
-	l.group.mu.Lock()
-	defer l.group.mu.Unlock()
-	return len(l.group.queue)
+	return l.group.queue.Len()
 }
 
 func (l *Ledger) committers() int {
@@ -146,31 +135,28 @@ func (l *Ledger) committers() int {
 // run at once, each taking what waits when its transaction has ended.
 func (l *Ledger) commitLoop() {
 	c := &l.group
+	var ended []*posting // the last batch: its accounts are free at the next take
 	for {
-		c.mu.Lock()
-		if c.busy == nil {
-			c.busy = map[string]int{}
-		}
-		batch, rest := takeBatch(c.queue, c.busy)
-		c.queue = rest
-		if len(batch) == 0 {
-			// What waits (if anything) waits for a batch in flight, whose
-			// committer takes it when that batch has ended.
-			c.inFlight--
-			c.mu.Unlock()
-			return
-		}
-		c.mu.Unlock()
-		l.commitBatch(batch)
-		c.mu.Lock()
-		for _, p := range batch {
-			for _, a := range p.op.Postings {
-				if c.busy[a.Account]--; c.busy[a.Account] <= 0 {
-					delete(c.busy, a.Account)
+		// Taking nothing ends the loop: what waits (if anything) waits for
+		// a batch in flight, whose committer takes it when that batch ends.
+		batch := c.queue.Take(true, func(waiting []*posting) (batch, rest []*posting) {
+			if c.busy == nil {
+				c.busy = map[string]int{}
+			}
+			for _, p := range ended {
+				for _, a := range p.op.Postings {
+					if c.busy[a.Account]--; c.busy[a.Account] <= 0 {
+						delete(c.busy, a.Account)
+					}
 				}
 			}
+			return takeBatch(waiting, c.busy)
+		})
+		if len(batch) == 0 {
+			return
 		}
-		c.mu.Unlock()
+		l.commitBatch(batch)
+		ended = batch
 	}
 }
 
