@@ -28,6 +28,9 @@
 //
 // Each unit is answered exactly once, by the goroutine that asked (Do).
 //
+// The waiting and the committer goroutines are a Queue, which the ledger's
+// group commit of posts (ledger.Post) uses too.
+//
 // A unit joins only if its context allows it (Allow): the caller vouches
 // that fn uses nothing but its transaction (no second transaction, no
 // Ledger.Post, no wait for another request), takes no SKIP LOCKED claim
@@ -39,7 +42,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 )
 
 // Config tunes a store's group commit.
@@ -94,10 +96,7 @@ type Store[T any] struct {
 type Committer[T any] struct {
 	cfg   Config
 	store Store[T]
-
-	mu       sync.Mutex
-	queue    []*unit[T]
-	inFlight int
+	queue Queue[*unit[T]]
 }
 
 type unit[T any] struct {
@@ -148,13 +147,7 @@ func (c *Committer[T]) Do(ctx context.Context, fn func(ctx context.Context, tx T
 		return c.store.Alone(ctx, fn)
 	}
 	u := &unit[T]{ctx: ctx, fn: fn, done: make(chan struct{})}
-	c.mu.Lock()
-	c.queue = append(c.queue, u)
-	if c.inFlight < c.cfg.InFlight {
-		c.inFlight++
-		go c.loop()
-	}
-	c.mu.Unlock()
+	c.queue.Push(u, c.cfg.InFlight, c.loop)
 	<-u.done
 	if u.again {
 		return c.store.Alone(context.WithoutCancel(ctx), fn)
@@ -163,36 +156,31 @@ func (c *Committer[T]) Do(ctx context.Context, fn func(ctx context.Context, tx T
 }
 
 // next takes the first waiting unit (nil if none), answering the canceled
-// ones that never ran.
-func (c *Committer[T]) next() *unit[T] {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.queue) > 0 {
-		u := c.queue[0]
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
-		if err := u.ctx.Err(); err != nil {
-			u.err = err // never ran
-			close(u.done)
-			continue
+// ones that never ran; with last, a nil ends the calling loop (Queue.Take).
+func (c *Committer[T]) next(last bool) *unit[T] {
+	taken := c.queue.Take(last, func(waiting []*unit[T]) (taken, rest []*unit[T]) {
+		for i, u := range waiting {
+			waiting[i] = nil // not kept alive by the queue's array
+			if err := u.ctx.Err(); err != nil {
+				u.err = err // never ran
+				close(u.done)
+				continue
+			}
+			return []*unit[T]{u}, waiting[i+1:]
 		}
-		return u
+		return nil, nil
+	})
+	if len(taken) == 0 {
+		return nil
 	}
-	return nil
+	return taken[0]
 }
 
 // loop runs batches until the queue is empty.
 func (c *Committer[T]) loop() {
 	for {
-		first := c.next()
+		first := c.next(true)
 		if first == nil {
-			c.mu.Lock()
-			if len(c.queue) > 0 { // queued between next and Lock
-				c.mu.Unlock()
-				continue
-			}
-			c.inFlight--
-			c.mu.Unlock()
 			return
 		}
 		c.batch(first)
@@ -240,7 +228,7 @@ func (c *Committer[T]) batch(first *unit[T]) {
 		if len(ran) == c.cfg.MaxBatch {
 			break
 		}
-		u = c.next()
+		u = c.next(false)
 	}
 	if !broken && c.cfg.BeforeCommit != nil {
 		if err := c.cfg.BeforeCommit(); err != nil {

@@ -3,8 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"sync"
 
+	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/txunit"
 )
 
@@ -31,6 +31,13 @@ import (
 // first) would differ from posting them one after the other when the first
 // fails, so a batch never holds a key twice: the repeat waits for the next.
 //
+// Committers do not wait on each other's account locks: a batch takes
+// only operations whose accounts no batch in flight holds (the others wait
+// for a later batch, and so does any later operation on their accounts, so
+// that each account's operations are applied in arrival order). Two batches
+// in flight thus never queue on one account row (a platform shard, a
+// wallet) for the other's COMMIT and WAL flush.
+//
 // A post under a request's unit of work (package txunit) does not join the
 // committer: its operation must commit in the unit's own transaction, with
 // the request's stored answer, and a transaction of the committer could
@@ -45,16 +52,46 @@ type WriteConcurrency interface {
 	WriteConcurrency() int
 }
 
+// ReadAhead is an optional interface of a Tx: ReadAhead sends, in one
+// round trip, the reads Apply is about to make for ops (the operations'
+// keys, their holds, the locks of their accounts in id order: the same
+// statements in the same order), and hands each result to the Tx call with
+// exactly the same arguments; a call with other arguments (a replayed key
+// leaves its accounts out) queries as usual. PostgreSQL implements it: a
+// batch then takes two round trips, the reads and the append with COMMIT,
+// instead of four.
+type ReadAhead interface {
+	ReadAhead(ctx context.Context, ops []Operation) error
+}
+
+// readAhead sends the reads of ops' valid operations (the ones Apply reads
+// for) ahead, when tx can.
+func readAhead(ctx context.Context, tx Tx, ops []Operation) error {
+	r, ok := tx.(ReadAhead)
+	if !ok {
+		return nil
+	}
+	valid := make([]Operation, 0, len(ops))
+	for _, op := range ops {
+		if validate(op) == nil {
+			valid = append(valid, op)
+		}
+	}
+	if len(valid) == 0 {
+		return nil
+	}
+	return r.ReadAhead(ctx, valid)
+}
+
 // maxGroup bounds one shared transaction: its locks and its statements'
 // size stay small, and a caller waits for at most this many others.
 const maxGroup = 256
 
-// committer is the queue of a Ledger's group commit; the zero value is
-// ready.
+// committer is the queue of a Ledger's group commit (the machinery of
+// package groupcommit's committer of units); the zero value is ready.
 type committer struct {
-	mu       sync.Mutex
-	queue    []*posting
-	inFlight int // committer goroutines draining the queue
+	queue groupcommit.Queue[*posting]
+	busy  map[string]int // accounts of the batches in flight, how many hold each; under the queue's lock
 }
 
 // posting is one waiting call of Post.
@@ -76,14 +113,7 @@ func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
 		return l.postAlone(ctx, op)
 	}
 	p := &posting{ctx: ctx, op: op, done: make(chan struct{})}
-	c := &l.group
-	c.mu.Lock()
-	c.queue = append(c.queue, p)
-	if c.inFlight < l.committers() {
-		c.inFlight++
-		go l.commitLoop()
-	}
-	c.mu.Unlock()
+	l.group.queue.Push(p, l.committers(), l.commitLoop)
 	<-p.done
 	return p.res, p.err
 }
@@ -91,9 +121,7 @@ func (l *Ledger) Post(ctx context.Context, op Operation) (Result, error) {
 // Waiting reports how many posts wait for the committer to take them into
 // a transaction (not those in the transaction in flight).
 func (l *Ledger) Waiting() int {
-	l.group.mu.Lock()
-	defer l.group.mu.Unlock()
-	return len(l.group.queue)
+	return l.group.queue.Len()
 }
 
 func (l *Ledger) committers() int {
@@ -107,35 +135,69 @@ func (l *Ledger) committers() int {
 // run at once, each taking what waits when its transaction has ended.
 func (l *Ledger) commitLoop() {
 	c := &l.group
+	var ended []*posting // the last batch: its accounts are free at the next take
 	for {
-		c.mu.Lock()
-		batch, rest := takeBatch(c.queue)
-		c.queue = rest
+		// Taking nothing ends the loop: what waits (if anything) waits for
+		// a batch in flight, whose committer takes it when that batch ends.
+		batch := c.queue.Take(true, func(waiting []*posting) (batch, rest []*posting) {
+			if c.busy == nil {
+				c.busy = map[string]int{}
+			}
+			for _, p := range ended {
+				for _, a := range p.op.Postings {
+					if c.busy[a.Account]--; c.busy[a.Account] <= 0 {
+						delete(c.busy, a.Account)
+					}
+				}
+			}
+			return takeBatch(waiting, c.busy)
+		})
 		if len(batch) == 0 {
-			c.inFlight--
-			c.mu.Unlock()
 			return
 		}
-		c.mu.Unlock()
 		l.commitBatch(batch)
+		ended = batch
 	}
 }
 
-// takeBatch splits the queue into the next batch (at most maxGroup posts,
-// no key twice, in arrival order; canceled callers answered and dropped)
-// and the posts left for later batches.
-func takeBatch(queue []*posting) (batch, rest []*posting) {
+// takeBatch splits the queue into the next batch and the posts left for
+// later batches, and marks the batch's accounts busy. The batch holds at
+// most maxGroup posts, in arrival order, no key twice, and no post on an
+// account that busy holds (a batch in flight) or that a post left for later
+// touches (so each account's posts keep their arrival order); canceled
+// callers are answered and dropped.
+func takeBatch(queue []*posting, busy map[string]int) (batch, rest []*posting) {
 	keys := map[string]bool{}
+	var waiting map[string]bool // accounts of the posts left for later
+	blocked := func(op Operation) bool {
+		for _, p := range op.Postings {
+			if busy[p.Account] > 0 || waiting[p.Account] {
+				return true
+			}
+		}
+		return false
+	}
 	for _, p := range queue {
 		switch {
 		case p.ctx.Err() != nil:
 			p.err = p.ctx.Err() // never posted
 			close(p.done)
-		case len(batch) == maxGroup || keys[p.op.Key]:
+		case len(batch) == maxGroup || keys[p.op.Key] || blocked(p.op):
 			rest = append(rest, p)
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			for _, a := range p.op.Postings {
+				waiting[a.Account] = true
+			}
 		default:
 			keys[p.op.Key] = true
 			batch = append(batch, p)
+		}
+	}
+	for _, p := range batch {
+		for _, a := range p.op.Postings {
+			busy[a.Account]++
 		}
 	}
 	return batch, rest
@@ -170,6 +232,9 @@ func (l *Ledger) commitBatch(batch []*posting) {
 	var results []Result
 	var errs []error
 	err := l.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := readAhead(ctx, tx, ops); err != nil {
+			return err
+		}
 		var e error
 		results, errs, e = Apply(ctx, tx, l.Now(), ops)
 		return e
@@ -195,6 +260,9 @@ func (l *Ledger) commitBatch(batch []*posting) {
 func (l *Ledger) postAlone(ctx context.Context, op Operation) (Result, error) {
 	var res Result
 	err := l.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := readAhead(ctx, tx, []Operation{op}); err != nil {
+			return err
+		}
 		results, errs, err := Apply(ctx, tx, l.Now(), []Operation{op})
 		if err != nil {
 			return err

@@ -145,11 +145,13 @@ func (db *DB) Exec(ctx context.Context, query string) error {
 const maxAttempts = 10
 
 // ledgerCommitters is how many shared transactions the ledger's group
-// commit keeps in flight (ledger.WriteConcurrency): two overlap one batch's
-// round trips and WAL flush with the next's; more made smaller batches that
-// wait on each other's account locks, and measured slower on 2 cores
-// (BENCHMARKS.md).
-const ledgerCommitters = 2
+// commit keeps in flight (ledger.WriteConcurrency). Batches in flight never
+// share an account (ledger/group.go), so they do not wait on each other's
+// locks, and their COMMITs share WAL flushes: on 2 cores 4 measured 19 to
+// 48% above the 2 of old (whose batches queued on each other's platform
+// shards), above 3, and no slower than 6 or 8 (BENCHMARKS.md, "Group commit
+// on PostgreSQL").
+const ledgerCommitters = 4
 
 // WriteConcurrency implements ledger.WriteConcurrency.
 func (db *DB) WriteConcurrency() int { return ledgerCommitters }

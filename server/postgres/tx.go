@@ -35,7 +35,10 @@ type tx struct {
 	pre     *ledgerReads       // ledger reads sent ahead of their call (queueLedgerReads)
 }
 
-var _ ledger.Tx = (*tx)(nil)
+var (
+	_ ledger.Tx        = (*tx)(nil)
+	_ ledger.ReadAhead = (*tx)(nil)
+)
 
 // bulkIDs is the number of ids above which a lookup by a list of ids is
 // written as a semi-join on unnest($1) rather than col IN ($1, …, $n).
@@ -390,6 +393,23 @@ func (t *tx) queueLedgerReads(b *pgx.Batch, ops []ledger.Operation) {
 		queueLockAccounts(b, r.accountIDs, r.accounts)
 	}
 	t.pre = r
+}
+
+// ReadAhead implements ledger.ReadAhead: the group commit's batch (or a
+// lone post) sends Apply's three reads in one round trip, before Apply
+// makes them. Reads already sent ahead and not yet used (ClaimReads) are
+// left as they are.
+func (t *tx) ReadAhead(ctx context.Context, ops []ledger.Operation) error {
+	if p := t.pre; p != nil && (p.ops != nil || p.holds != nil || p.accounts != nil) {
+		return nil
+	}
+	b := &pgx.Batch{}
+	t.queueLedgerReads(b, ops)
+	if err := t.send(ctx, b); err != nil {
+		t.pre = nil
+		return wrap(err, "reading ahead")
+	}
+	return nil
 }
 
 func sortedUnique(s []string) []string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,5 +164,157 @@ func testGroupCommitTransactionFailure(t *testing.T, h Harness) {
 	assert.Equal(t, int64(200), must(h.Store.Account(ctx, ledger.Wallet("app1"))).Balance)
 	ops1 := must(h.Store.Lines(ctx, ledger.Wallet("app1"), ledger.LineQuery{}))
 	assert.Len(t, ops1, 2, "the poisoned top-up wrote nothing")
+	verifyOK(t, h.Store)
+}
+
+// overlapStore says it runs n write transactions at once
+// (ledger.WriteConcurrency), so that the group commit keeps n batches in
+// flight; it records every account a transaction in flight reads ahead or
+// locks, and notes any account two of them hold at once. It refuses an
+// Append holding a poisoned key, as a database would refuse a statement.
+type overlapStore struct {
+	ledger.Store
+	n      int
+	poison func(key string) bool
+
+	mu       sync.Mutex
+	held     map[string]int
+	overlaps []string
+}
+
+func (s *overlapStore) WriteConcurrency() int { return s.n }
+
+func (s *overlapStore) InTx(ctx context.Context, fn func(ctx context.Context, tx ledger.Tx) error) error {
+	var mine []string
+	release := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, id := range mine {
+			if s.held[id]--; s.held[id] == 0 {
+				delete(s.held, id)
+			}
+		}
+		mine = nil
+	}
+	defer release()
+	return s.Store.InTx(ctx, func(ctx context.Context, tx ledger.Tx) error {
+		release() // a retry starts afresh
+		return fn(ctx, overlapTx{Tx: tx, s: s, mine: &mine})
+	})
+}
+
+type overlapTx struct {
+	ledger.Tx
+	s    *overlapStore
+	mine *[]string
+}
+
+func (t overlapTx) hold(ids []string) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	for _, id := range ids {
+		if slices.Contains(*t.mine, id) {
+			continue
+		}
+		if t.s.held[id] > 0 {
+			t.s.overlaps = append(t.s.overlaps, id)
+		}
+		t.s.held[id]++
+		*t.mine = append(*t.mine, id)
+	}
+}
+
+func (t overlapTx) ReadAhead(ctx context.Context, ops []ledger.Operation) error {
+	for _, op := range ops {
+		for _, p := range op.Postings {
+			t.hold([]string{p.Account})
+		}
+	}
+	if r, ok := t.Tx.(ledger.ReadAhead); ok {
+		return r.ReadAhead(ctx, ops)
+	}
+	return nil
+}
+
+func (t overlapTx) LockAccounts(ctx context.Context, ids []string) (map[string]ledger.Account, error) {
+	t.hold(ids)
+	return t.Tx.LockAccounts(ctx, ids)
+}
+
+func (t overlapTx) Append(ctx context.Context, b ledger.Batch) error {
+	for _, op := range b.Operations {
+		if t.s.poison(op.Key) {
+			return errPoison
+		}
+	}
+	return t.Tx.Append(ctx, b)
+}
+
+// testGroupCommitConcurrentBatches: 16 posters over 4 apps (top-ups whose
+// platform shards collide, escrow holds that may find the wallet short,
+// replays of their own keys) through 3 committers, with one top-up in 5
+// refused by the database in whichever shared transaction holds it. No two
+// transactions in flight hold one account; each poisoned top-up fails
+// alone and writes nothing; every other post commits exactly once, replays
+// return the first result, and the balances are what the answers add up to.
+func testGroupCommitConcurrentBatches(t *testing.T, h Harness) {
+	l0, _ := newLedger(h)
+	s := &overlapStore{Store: h.Store, n: 3, held: map[string]int{},
+		poison: func(key string) bool { return strings.HasPrefix(key, "poison") }}
+	l := &ledger.Ledger{Store: s, Now: l0.Now}
+	const posters, each, apps = 16, 30, 4
+
+	var mu sync.Mutex
+	want := map[string]int64{}
+	var wg sync.WaitGroup
+	for g := range posters {
+		wg.Go(func() {
+			for i := range each {
+				app := fmt.Sprintf("app%d", (g+i)%apps)
+				key := fmt.Sprintf("t%d-%d", g, i)
+				poisoned := i%10 == 4 // a top-up (even i)
+				if poisoned {
+					key = "poison" + key
+				}
+				op, err := ledger.TopUp(key, app, int64(10+i), "")
+				if i%2 == 1 {
+					id := fmt.Sprintf("ch%d-%d", g, i)
+					op, err = ledger.EscrowHold("hold:"+id, ledger.Hold{ID: id, Advertiser: app, Publisher: "pub", Amount: int64(5 + g), ChainID: id})
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				res, err := l.Post(ctx, op)
+				switch {
+				case poisoned:
+					assert.ErrorIs(t, err, errPoison, key)
+					continue
+				case err != nil:
+					assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err), "%s: %v", op.Key, err)
+					continue
+				}
+				assert.False(t, res.Replayed, op.Key)
+				mu.Lock()
+				for _, p := range op.Postings {
+					want[p.Account] += p.Amount
+				}
+				mu.Unlock()
+				if i%3 == 0 { // a client's retry replays, writes nothing
+					again, err := l.Post(ctx, op)
+					if assert.NoError(t, err, op.Key) {
+						assert.True(t, again.Replayed, op.Key)
+						assert.Equal(t, res.Operation.ID, again.Operation.ID, op.Key)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	assert.Empty(t, s.overlaps[:min(len(s.overlaps), 5)], "accounts held by two transactions in flight (%d)", len(s.overlaps))
+	// A poisoned top-up that wrote, or a post that wrote twice, shows here.
+	for account, balance := range want {
+		assert.Equal(t, balance, must(h.Store.Account(ctx, account)).Balance, account)
+	}
 	verifyOK(t, h.Store)
 }

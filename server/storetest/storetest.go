@@ -46,6 +46,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("ConcurrentRandomOperations", func(t *testing.T) { testConcurrentRandom(t, newHarness(t)) })
 	t.Run("GroupCommitFailsAlone", func(t *testing.T) { testGroupCommitFailsAlone(t, newHarness(t)) })
 	t.Run("GroupCommitTransactionFailure", func(t *testing.T) { testGroupCommitTransactionFailure(t, newHarness(t)) })
+	t.Run("GroupCommitConcurrentBatches", func(t *testing.T) { testGroupCommitConcurrentBatches(t, newHarness(t)) })
 }
 
 // newLedger is a ledger on the harness's store whose clock the test moves by
