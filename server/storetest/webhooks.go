@@ -281,6 +281,30 @@ func testEventsOfTwoApps(t *testing.T, s storage.Store) {
 	assert.Equal(t, ids(a[2:]), ids(page(webhooks.EventQuery{AppID: "app_a", Limit: 10})))
 	assert.Equal(t, ids(b[2:]), ids(page(webhooks.EventQuery{AppID: "app_b", Limit: 10})))
 	assert.Empty(t, claim(t, s, whStart.Add(time.Hour), 10), "the purged event's delivery went with it")
+
+	// Many events at once (a sweep batch's; PostgreSQL copies them) read
+	// back the same way, in one transaction with a held-back statement.
+	var bulk []outbox.Event
+	for i := range 150 {
+		bulk = append(bulk, outbox.NewEach([]string{"app_a", "app_b"}, types[1:], map[string]int{"i": i}, whStart.Add(time.Hour))...)
+	}
+	bulk = append(bulk, outbox.New("app_b", xpromo.EventScoreUpdated, map[string]int{"n": 4}, whStart.Add(time.Hour)))
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.InsertOutbox(ctx, bulk[:1]); err != nil {
+			return err
+		}
+		return tx.InsertOutbox(ctx, bulk[1:])
+	})
+	bulkA := page(webhooks.EventQuery{AppID: "app_a", Limit: 1000, After: webhooks.Position{CreatedAt: whStart.Add(time.Minute)}})
+	bulkB := page(webhooks.EventQuery{AppID: "app_b", Limit: 1000, After: webhooks.Position{CreatedAt: whStart.Add(time.Minute)}})
+	require.Len(t, bulkA, 150)
+	require.Len(t, bulkB, 151)
+	for i := range 150 {
+		assert.Equal(t, bulk[i].ID, bulkA[i].ID)
+		assert.Equal(t, bulk[i].Also.ID, bulkB[i].ID)
+		assert.JSONEq(t, string(bulk[i].Data), string(bulkB[i].Data))
+	}
+	assert.Equal(t, bulk[150].ID, bulkB[150].ID)
 }
 
 func testDispatchOnce(t *testing.T, s storage.Store) {
