@@ -179,9 +179,11 @@ ORDER BY 5, 1 LIMIT ?`, args...)
 }
 
 func (t *tx) AppEvent(ctx context.Context, appID, id string) (outbox.Event, bool, error) {
+	// "+also_app_id": look up by the id (outbox_also_id), never by walking
+	// the app's events in outbox_also_app.
 	evs, err := t.events(ctx, `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE id = ? AND app_id = ?
 UNION ALL
-SELECT also_id, kind, also_app_id, payload, created_at FROM outbox WHERE also_id = ? AND also_app_id = ?`, id, appID, id, appID)
+SELECT also_id, kind, also_app_id, payload, created_at FROM outbox WHERE also_id = ? AND +also_app_id = ?`, id, appID, id, appID)
 	if err != nil || len(evs) == 0 {
 		return outbox.Event{}, false, err
 	}
