@@ -122,17 +122,24 @@ func scanEvent(rows pgx.Rows) (outbox.Event, error) {
 	return e, err
 }
 
-// AppEvents pages on the index (app_id, created_at, id) with a row
-// comparison.
+// AppEvents pages on the indexes (app_id, created_at, id) and
+// (also_app_id, created_at, also_id) with row comparisons: the app's events
+// are those of the rows naming it first, merged with those naming it as the
+// second app (under that app's own id).
 func (t *tx) AppEvents(ctx context.Context, q webhooks.EventQuery) ([]outbox.Event, error) {
-	sql := `SELECT id, kind, app_id, payload::text, created_at FROM outbox
-WHERE app_id = $1 AND (created_at, id) > ($2, $3)`
 	args := []any{q.AppID, q.After.CreatedAt, q.After.ID, q.Limit}
+	kinds := ``
 	if len(q.Types) > 0 {
-		sql += ` AND kind = ANY($5)`
+		kinds = ` AND kind = ANY($5)`
 		args = append(args, eventTypes(q.Types))
 	}
-	sql += ` ORDER BY created_at, id LIMIT $4`
+	sql := `SELECT id, kind, app_id, payload::text, created_at FROM (
+  (SELECT id, kind, app_id, payload, created_at FROM outbox
+    WHERE app_id = $1 AND (created_at, id) > ($2, $3)` + kinds + ` ORDER BY created_at, id LIMIT $4)
+  UNION ALL
+  (SELECT also_id, kind, also_app_id, payload, created_at FROM outbox
+    WHERE also_app_id = $1 AND (created_at, also_id) > ($2, $3)` + kinds + ` ORDER BY created_at, also_id LIMIT $4)
+) e ORDER BY created_at, id LIMIT $4`
 	var out []outbox.Event
 	err := t.query(ctx, sql, args, func(rows pgx.Rows) error {
 		e, err := scanEvent(rows)
@@ -145,7 +152,9 @@ WHERE app_id = $1 AND (created_at, id) > ($2, $3)`
 func (t *tx) AppEvent(ctx context.Context, appID, id string) (outbox.Event, bool, error) {
 	var e outbox.Event
 	found := false
-	err := t.query(ctx, `SELECT id, kind, app_id, payload::text, created_at FROM outbox WHERE id = $1 AND app_id = $2`, []any{id, appID}, func(rows pgx.Rows) error {
+	err := t.query(ctx, `SELECT id, kind, app_id, payload::text, created_at FROM outbox WHERE id = $1 AND app_id = $2
+UNION ALL
+SELECT also_id, kind, also_app_id, payload::text, created_at FROM outbox WHERE also_id = $1 AND also_app_id = $2`, []any{id, appID}, func(rows pgx.Rows) error {
 		var err error
 		e, err = scanEvent(rows)
 		found = true
@@ -154,18 +163,19 @@ func (t *tx) AppEvent(ctx context.Context, appID, id string) (outbox.Event, bool
 	return e, found, wrap(err, "reading an event")
 }
 
-// ClaimUndispatched takes the oldest undispatched events with FOR UPDATE
-// SKIP LOCKED, so concurrent dispatchers take disjoint batches.
+// ClaimUndispatched takes the oldest undispatched rows with FOR UPDATE
+// SKIP LOCKED, so concurrent dispatchers take disjoint batches, and returns
+// each row's events (two for a row naming a second app).
 func (t *tx) ClaimUndispatched(ctx context.Context, now time.Time, limit int) ([]outbox.Event, error) {
 	var out []outbox.Event
 	err := t.query(ctx, `UPDATE outbox SET dispatched_at = $1
 WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-RETURNING id, kind, app_id, created_at`, []any{now, limit}, func(rows pgx.Rows) error {
+RETURNING id, kind, app_id, created_at, coalesce(also_id, ''), coalesce(also_app_id, '')`, []any{now, limit}, func(rows pgx.Rows) error {
 		var e outbox.Event
 		var kind string
-		err := rows.Scan(&e.ID, &kind, &e.AppID, &e.CreatedAt)
+		err := rows.Scan(&e.ID, &kind, &e.AppID, &e.CreatedAt, &e.Also.ID, &e.Also.AppID)
 		e.Type, e.CreatedAt = xpromo.EventType(kind), e.CreatedAt.UTC()
-		out = append(out, e)
+		out = append(out, e.Split()...)
 		return err
 	})
 	if err != nil {
@@ -215,7 +225,12 @@ SELECT c.endpoint_id, c.event_id, c.app_id, c.event_created_at, c.attempts, c.ne
   o.id IS NOT NULL, coalesce(o.kind, ''), coalesce(o.payload::text, 'null'), coalesce(o.created_at, c.event_created_at),
   e.id, e.app_id, e.url, e.events, e.description, e.status, coalesce(e.disabled_reason, ''), e.disabled_at,
   e.secret, coalesce(e.previous_secret, ''), e.previous_secret_expires_at, e.created_at, e.updated_at
-FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id LEFT JOIN outbox o ON o.id = c.event_id`,
+FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id
+LEFT JOIN LATERAL (
+  SELECT id, kind, payload, created_at FROM outbox WHERE id = c.event_id
+  UNION ALL
+  SELECT also_id, kind, payload, created_at FROM outbox WHERE also_id = c.event_id
+) o ON true`,
 		[]any{now, leaseEnd, limit}, func(rows pgx.Rows) error {
 			var c webhooks.Claimed
 			var attempts int32

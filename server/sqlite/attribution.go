@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/outbox"
+	"github.com/xpromo/xpromo/server/webhooks"
 )
 
 // attribution.Tx on SQLite. The write transaction holds the database's only
@@ -284,31 +286,19 @@ ORDER BY c.id LIMIT ?`, limit, micros(closedBefore), limit, limit)
 	return out, wrap(rows.Err())
 }
 
+// InsertOutbox writes one row per event, its Also app's event in the same
+// row.
 func (t *tx) InsertOutbox(ctx context.Context, events []outbox.Event) error {
-	return t.insert(ctx, "outbox", "id, kind, app_id, payload, created_at", len(events), 5, func(i int) []any {
+	return t.insert(ctx, "outbox", "id, kind, app_id, payload, created_at, also_id, also_app_id", len(events), 7, func(i int) []any {
 		e := events[i]
-		return []any{e.ID, string(e.Type), e.AppID, string(e.Data), micros(e.CreatedAt)}
+		return []any{e.ID, string(e.Type), e.AppID, string(e.Data), micros(e.CreatedAt), null(e.Also.ID), null(e.Also.AppID)}
 	})
 }
 
+// AppOutbox is every event of the app, oldest first: the events API's
+// query without a cursor or a limit.
 func (t *tx) AppOutbox(ctx context.Context, appID string) ([]outbox.Event, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE app_id = ? ORDER BY created_at, id`, appID)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	defer rows.Close()
-	var out []outbox.Event
-	for rows.Next() {
-		var e outbox.Event
-		var payload string
-		var at int64
-		if err := rows.Scan(&e.ID, &e.Type, &e.AppID, &payload, &at); err != nil {
-			return nil, wrap(err)
-		}
-		e.Data, e.CreatedAt = []byte(payload), fromMicros(at)
-		out = append(out, e)
-	}
-	return out, wrap(rows.Err())
+	return t.AppEvents(ctx, webhooks.EventQuery{AppID: appID, Limit: math.MaxInt32})
 }
 
 func (t *tx) AddFillCounts(ctx context.Context, counts []attribution.FillCount) error {

@@ -154,30 +154,48 @@ func (t *tx) events(ctx context.Context, q string, args ...any) ([]outbox.Event,
 	return out, wrap(rows.Err())
 }
 
+// AppEvents merges the app's events of the rows naming it first (index
+// outbox_app) with those of the rows naming it as the second app, under
+// that app's own id (index outbox_also_app).
 func (t *tx) AppEvents(ctx context.Context, q webhooks.EventQuery) ([]outbox.Event, error) {
-	sql := `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE app_id = ? AND (created_at, id) > (?, ?)`
-	args := []any{q.AppID, micros(q.After.CreatedAt), q.After.ID}
+	kinds := ``
+	var kindArgs []any
 	if len(q.Types) > 0 {
-		sql += ` AND kind IN (` + placeholders(len(q.Types)) + `)`
+		kinds = ` AND kind IN (` + placeholders(len(q.Types)) + `)`
 		for _, ty := range q.Types {
-			args = append(args, string(ty))
+			kindArgs = append(kindArgs, string(ty))
 		}
 	}
-	return t.events(ctx, sql+` ORDER BY created_at, id LIMIT ?`, append(args, q.Limit)...)
+	after := micros(q.After.CreatedAt)
+	args := append([]any{q.AppID, after, q.After.ID}, kindArgs...)
+	args = append(args, q.Limit, q.AppID, after, q.After.ID)
+	args = append(append(args, kindArgs...), q.Limit, q.Limit)
+	return t.events(ctx, `SELECT * FROM (SELECT id, kind, app_id, payload, created_at FROM outbox
+  WHERE app_id = ? AND (created_at, id) > (?, ?)`+kinds+` ORDER BY created_at, id LIMIT ?)
+UNION ALL
+SELECT * FROM (SELECT also_id, kind, also_app_id, payload, created_at FROM outbox
+  WHERE also_app_id = ? AND (created_at, also_id) > (?, ?)`+kinds+` ORDER BY created_at, also_id LIMIT ?)
+ORDER BY 5, 1 LIMIT ?`, args...)
 }
 
 func (t *tx) AppEvent(ctx context.Context, appID, id string) (outbox.Event, bool, error) {
-	evs, err := t.events(ctx, `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE id = ? AND app_id = ?`, id, appID)
+	// "+also_app_id": look up by the id (outbox_also_id), never by walking
+	// the app's events in outbox_also_app.
+	evs, err := t.events(ctx, `SELECT id, kind, app_id, payload, created_at FROM outbox WHERE id = ? AND app_id = ?
+UNION ALL
+SELECT also_id, kind, also_app_id, payload, created_at FROM outbox WHERE also_id = ? AND +also_app_id = ?`, id, appID, id, appID)
 	if err != nil || len(evs) == 0 {
 		return outbox.Event{}, false, err
 	}
 	return evs[0], true, nil
 }
 
+// ClaimUndispatched marks the oldest undispatched rows and returns each
+// row's events (two for a row naming a second app).
 func (t *tx) ClaimUndispatched(ctx context.Context, now time.Time, limit int) ([]outbox.Event, error) {
 	rows, err := t.tx.QueryContext(ctx, `UPDATE outbox SET dispatched_at = ?
 WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY created_at LIMIT ?)
-RETURNING id, kind, app_id, created_at`, micros(now), limit)
+RETURNING id, kind, app_id, created_at, coalesce(also_id, ''), coalesce(also_app_id, '')`, micros(now), limit)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -187,11 +205,11 @@ RETURNING id, kind, app_id, created_at`, micros(now), limit)
 		var e outbox.Event
 		var kind string
 		var at int64
-		if err := rows.Scan(&e.ID, &kind, &e.AppID, &at); err != nil {
+		if err := rows.Scan(&e.ID, &kind, &e.AppID, &at, &e.Also.ID, &e.Also.AppID); err != nil {
 			return nil, wrap(err)
 		}
 		e.Type, e.CreatedAt = xpromo.EventType(kind), fromMicros(at)
-		out = append(out, e)
+		out = append(out, e.Split()...)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrap(err)

@@ -21,6 +21,7 @@ import (
 func Webhooks(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Run("Endpoints", func(t *testing.T) { testWebhookEndpoints(t, newStore(t)) })
 	t.Run("EventsPage", func(t *testing.T) { testEventsPage(t, newStore(t)) })
+	t.Run("EventsOfTwoApps", func(t *testing.T) { testEventsOfTwoApps(t, newStore(t)) })
 	t.Run("DispatchOnce", func(t *testing.T) { testDispatchOnce(t, newStore(t)) })
 	t.Run("ClaimLeaseAndToken", func(t *testing.T) { testClaimLease(t, newStore(t)) })
 	t.Run("DisableDropsQueue", func(t *testing.T) { testDisableDropsQueue(t, newStore(t)) })
@@ -170,6 +171,140 @@ func testEventsPage(t *testing.T, s storage.Store) {
 		assert.False(t, found, "another app's event is not found")
 		return errjoin(err, err2)
 	}))
+}
+
+// testEventsOfTwoApps: an event written for two apps is one row (Also),
+// and every reader sees each app's event on its own, under its own id: the
+// events API's pages and lookups, the dispatch, the deliveries, the purge.
+func testEventsOfTwoApps(t *testing.T, s storage.Store) {
+	whApp(t, s, "app_a")
+	whApp(t, s, "app_b")
+	ctx := context.Background()
+	types := []xpromo.EventType{xpromo.EventChainStateChanged, xpromo.EventChainCleared}
+	first := outbox.NewEach([]string{"app_a", "app_b"}, types, map[string]int{"n": 1}, whStart)
+	only := outbox.New("app_b", xpromo.EventScoreUpdated, map[string]int{"n": 2}, whStart.Add(time.Second))
+	second := outbox.NewEach([]string{"app_a", "app_b"}, types, map[string]int{"n": 3}, whStart.Add(2*time.Second))
+	require.Len(t, first, 2, "one row per type")
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertOutbox(ctx, append(append(append([]outbox.Event{}, first...), only), second...))
+	})
+	all := map[string][]outbox.Event{}
+	for _, e := range append(append(append([]outbox.Event{}, first...), only), second...) {
+		for _, one := range e.Split() {
+			all[one.AppID] = append(all[one.AppID], one)
+		}
+	}
+	ids := func(evs []outbox.Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	page := func(q webhooks.EventQuery) []outbox.Event {
+		var evs []outbox.Event
+		require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var err error
+			evs, err = tx.AppEvents(ctx, q)
+			return err
+		}))
+		for _, e := range evs {
+			assert.Equal(t, q.AppID, e.AppID)
+		}
+		return evs
+	}
+	a, b := all["app_a"], all["app_b"]
+	require.Len(t, a, 4)
+	require.Len(t, b, 5)
+	assert.Equal(t, ids(a), ids(page(webhooks.EventQuery{AppID: "app_a", Limit: 10})))
+	gotB := page(webhooks.EventQuery{AppID: "app_b", Limit: 10})
+	assert.Equal(t, ids(b), ids(gotB), "the second app's events under its own ids, merged in order with its other events")
+	for i, e := range gotB {
+		assert.Equal(t, b[i].Type, e.Type)
+		assert.JSONEq(t, string(b[i].Data), string(e.Data))
+		assert.True(t, b[i].CreatedAt.Equal(e.CreatedAt))
+	}
+	for i := range a {
+		assert.NotEqual(t, a[i].ID, b[i].ID, "each app its own id")
+	}
+	assert.Equal(t, ids(b[:2]), ids(page(webhooks.EventQuery{AppID: "app_b", Limit: 2})))
+	assert.Equal(t, ids(b[2:4]), ids(page(webhooks.EventQuery{AppID: "app_b", Limit: 2, After: webhooks.Position{CreatedAt: b[1].CreatedAt, ID: b[1].ID}})))
+	assert.Equal(t, []string{b[1].ID, b[4].ID}, ids(page(webhooks.EventQuery{AppID: "app_b", Limit: 10, Types: []xpromo.EventType{xpromo.EventChainCleared}})))
+	require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
+		e, found, err := tx.AppEvent(ctx, "app_b", b[0].ID)
+		assert.True(t, found)
+		assert.Equal(t, b[0].ID, e.ID)
+		assert.Equal(t, "app_b", e.AppID)
+		assert.Equal(t, xpromo.EventChainStateChanged, e.Type)
+		_, found2, err2 := tx.AppEvent(ctx, "app_a", b[0].ID)
+		assert.False(t, found2, "the other app's id is not the app's event")
+		_, found3, err3 := tx.AppEvent(ctx, "app_b", a[0].ID)
+		assert.False(t, found3, "the other app's id is not the app's event")
+		return errjoin(err, err2, err3)
+	}))
+
+	// The dispatch returns each app's event once: two rows, four events.
+	var claimed []outbox.Event
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		claimed, err = tx.ClaimUndispatched(ctx, whStart, 2)
+		return err
+	})
+	require.Len(t, claimed, 4)
+	got := map[string]string{}
+	for _, e := range claimed {
+		got[e.ID] = e.AppID
+		assert.Equal(t, outbox.Recipient{}, e.Also)
+	}
+	assert.Equal(t, map[string]string{a[0].ID: "app_a", a[1].ID: "app_a", b[0].ID: "app_b", b[1].ID: "app_b"}, got)
+
+	// A delivery of the second app's event finds the event by its id.
+	whEndpoint(t, s, "we_b", "app_b", xpromo.EventChainCleared)
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		return tx.InsertDeliveries(ctx, []webhooks.Delivery{{EndpointID: "we_b", EventID: b[1].ID, AppID: "app_b", EventCreatedAt: b[1].CreatedAt, NextAttemptAt: whStart}})
+	})
+	ds := claim(t, s, whStart, 10)
+	require.Len(t, ds, 1)
+	assert.Equal(t, b[1].ID, ds[0].Event.ID)
+	assert.Equal(t, "app_b", ds[0].Event.AppID)
+	assert.Equal(t, xpromo.EventChainCleared, ds[0].Event.Type)
+	assert.JSONEq(t, string(b[1].Data), string(ds[0].Event.Data))
+
+	// The purge takes the row, so both apps' events go together.
+	var n int
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		n, err = tx.PurgeEvents(ctx, whStart.Add(time.Second), 10)
+		return err
+	})
+	assert.Equal(t, 2, n, "two rows")
+	assert.Equal(t, ids(a[2:]), ids(page(webhooks.EventQuery{AppID: "app_a", Limit: 10})))
+	assert.Equal(t, ids(b[2:]), ids(page(webhooks.EventQuery{AppID: "app_b", Limit: 10})))
+	assert.Empty(t, claim(t, s, whStart.Add(time.Hour), 10), "the purged event's delivery went with it")
+
+	// Many events at once (a sweep batch's; PostgreSQL copies them) read
+	// back the same way, in one transaction with a held-back statement.
+	var bulk []outbox.Event
+	for i := range 150 {
+		bulk = append(bulk, outbox.NewEach([]string{"app_a", "app_b"}, types[1:], map[string]int{"i": i}, whStart.Add(time.Hour))...)
+	}
+	bulk = append(bulk, outbox.New("app_b", xpromo.EventScoreUpdated, map[string]int{"n": 4}, whStart.Add(time.Hour)))
+	update(t, s, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.InsertOutbox(ctx, bulk[:1]); err != nil {
+			return err
+		}
+		return tx.InsertOutbox(ctx, bulk[1:])
+	})
+	bulkA := page(webhooks.EventQuery{AppID: "app_a", Limit: 1000, After: webhooks.Position{CreatedAt: whStart.Add(time.Minute)}})
+	bulkB := page(webhooks.EventQuery{AppID: "app_b", Limit: 1000, After: webhooks.Position{CreatedAt: whStart.Add(time.Minute)}})
+	require.Len(t, bulkA, 150)
+	require.Len(t, bulkB, 151)
+	for i := range 150 {
+		assert.Equal(t, bulk[i].ID, bulkA[i].ID)
+		assert.Equal(t, bulk[i].Also.ID, bulkB[i].ID)
+		assert.JSONEq(t, string(bulk[i].Data), string(bulkB[i].Data))
+	}
+	assert.Equal(t, bulk[150].ID, bulkB[150].ID)
 }
 
 func testDispatchOnce(t *testing.T, s storage.Store) {

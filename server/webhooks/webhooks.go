@@ -248,9 +248,11 @@ type Tx interface {
 	// AppEvent reads one of the app's events.
 	AppEvent(ctx context.Context, appID, id string) (e outbox.Event, found bool, err error)
 
-	// ClaimUndispatched marks up to limit events that were never dispatched
-	// as dispatched at now and returns them, oldest first. Rows another
-	// transaction holds are skipped (PostgreSQL: FOR UPDATE SKIP LOCKED).
+	// ClaimUndispatched marks up to limit outbox rows that were never
+	// dispatched as dispatched at now and returns their events, oldest
+	// first: a row written for two apps (outbox.Event.Also) is each app's
+	// event, so up to 2×limit events. Rows another transaction holds are
+	// skipped (PostgreSQL: FOR UPDATE SKIP LOCKED).
 	ClaimUndispatched(ctx context.Context, now time.Time, limit int) ([]outbox.Event, error)
 	// EnabledWebhookEndpoints returns the enabled endpoints of these apps.
 	EnabledWebhookEndpoints(ctx context.Context, appIDs []string) ([]Endpoint, error)
@@ -276,8 +278,9 @@ type Tx interface {
 	// newest first (attempted_at, then id, descending).
 	WebhookAttempts(ctx context.Context, q AttemptQuery) ([]Attempt, error)
 
-	// PurgeEvents deletes up to limit events created before cutoff, with
-	// their queued deliveries; PurgeWebhookAttempts up to limit attempts
+	// PurgeEvents deletes up to limit outbox rows created before cutoff
+	// (a row written for two apps holds both apps' event), with their
+	// queued deliveries; PurgeWebhookAttempts up to limit attempts
 	// made before cutoff. Both return how many rows went.
 	PurgeEvents(ctx context.Context, cutoff time.Time, limit int) (int, error)
 	PurgeWebhookAttempts(ctx context.Context, cutoff time.Time, limit int) (int, error)
