@@ -528,7 +528,7 @@ func (s *Service) hold(ctx context.Context, tx Tx, ch *Chain, now time.Time, rea
 			return "", "", err
 		}
 		if reads.CampaignFound {
-			if reads.Spent, err = tx.CampaignSpend(ctx, q.CampaignID, q.SpendFrom, q.SpendTo); err != nil {
+			if reads.Spent, err = tx.CampaignSpend(ctx, q.CampaignID, q.SpendDay); err != nil {
 				return "", "", err
 			}
 		}
@@ -657,7 +657,7 @@ type ClaimQuery struct {
 	AdvertiserAppID, DeviceID, IP string
 	DeviceSince, IPSince          time.Time
 	CampaignID                    string
-	SpendFrom, SpendTo            time.Time
+	SpendDay                      time.Time // the UTC day whose spend the budget caps
 	Ledger                        []ledger.Operation
 }
 
@@ -666,7 +666,7 @@ type ClaimState struct {
 	History       InstallHistory
 	Campaign      CampaignBudget
 	CampaignFound bool
-	Spent         int64 // the campaign's spend over [SpendFrom, SpendTo)
+	Spent         int64 // the campaign's spend of SpendDay
 }
 
 // claimReads carries a claim's reads from the fraud rules to the hold.
@@ -680,10 +680,9 @@ type claimReads struct {
 // read reads the install history and, on a ClaimPipeliner, everything the
 // hold needs, in one round trip.
 func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
-	today := day(now)
 	r.query = ClaimQuery{AdvertiserAppID: ch.AdvertiserAppID, DeviceID: ch.DeviceID, IP: ch.InstallIP,
 		DeviceSince: now.Add(-rules.DeviceWindow), IPSince: now.Add(-rules.IPWindow),
-		CampaignID: ch.CampaignID, SpendFrom: today, SpendTo: today.Add(24 * time.Hour)}
+		CampaignID: ch.CampaignID, SpendDay: day(now)}
 	// An invalid hold is the hold's error, after the rules and the budget.
 	op, opErr := ledger.EscrowHold(holdKey(ch.ID), ch.hold())
 	r.opErr = opErr
