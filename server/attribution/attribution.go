@@ -220,6 +220,12 @@ type Tx interface {
 	ChainByTokenHash(ctx context.Context, th string, lock bool) (Chain, bool, error)
 	// ChainByID returns a chain.
 	ChainByID(ctx context.Context, id string) (Chain, bool, error)
+	// InsertClaimedChain inserts the chain of a claim whose click was never
+	// reported, in its final state. A chain of its nonce inserted meanwhile
+	// fails it, or the transaction at commit, with ledger.ErrConflict, which
+	// the store cures by running the transaction again. (PostgreSQL sends
+	// it with the next statement or with COMMIT, like UpdateChains.)
+	InsertClaimedChain(ctx context.Context, c Chain) error
 	// UpdateChains writes the mutable columns of chains (state, reason,
 	// claim, install, activation, resolution, heartbeat, updated_at).
 	UpdateChains(ctx context.Context, cs []Chain) error

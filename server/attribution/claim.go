@@ -328,8 +328,9 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 	var traded bool
 	err = s.Update(groupcommit.Allow(ctx), func(ctx context.Context, tx Tx) error {
 		outcome, refusedID, replayed, traded = nil, "", false, false
+		var fresh bool
 		var err error
-		ch, err = s.takeChain(ctx, tx, click, now)
+		ch, fresh, err = s.takeChain(ctx, tx, click, now)
 		if err != nil {
 			return err
 		}
@@ -372,13 +373,13 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 		if code != "" {
 			ch.State, ch.Reason, ch.ResolvedAt = StateRejected, code, now
 			outcome = fraudError(code, "install claim: "+msg, ch.ID)
-			if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+			if err := writeChain(ctx, tx, ch, fresh); err != nil {
 				return err
 			}
 			return tx.InsertOutbox(ctx, rejectionEvents(ch, prev, now))
 		}
 		ch.State, ch.InstalledAt = StateInstalled, now
-		if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+		if err := writeChain(ctx, tx, ch, fresh); err != nil {
 			return err
 		}
 		if err := tx.InsertOutbox(ctx, stateEvents(ch, prev, now)); err != nil {
@@ -439,32 +440,29 @@ func (s *Service) verifyCountersignature(ctx context.Context, raw string, click 
 	return in, nil, nil
 }
 
-// takeChain returns the chain of the click's nonce, locked, inserting it
-// (clicked, without a click address) when the click was never reported.
-func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now time.Time) (Chain, error) {
-	if p, ok := tx.(ClaimPipeliner); ok {
-		fresh := chainFromClick(click, now)
-		ch, inserted, err := p.TakeChain(ctx, fresh)
-		if inserted {
-			return fresh, err
-		}
-		return ch, err
-	}
+// takeChain returns the chain of the click's nonce, locked, or, when the
+// click was never reported (fresh), a new clicked chain that is not stored
+// yet: the claim writes it once, in its final state (writeChain), instead
+// of inserting it clicked and updating it, which on PostgreSQL wrote every
+// index of chains twice. Single use still rests on the unique nonce: a
+// chain of the nonce that a concurrent click or claim inserts meanwhile
+// makes writeChain's insert fail as a conflict, and the store runs the
+// claim again, which then finds that chain.
+func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now time.Time) (ch Chain, fresh bool, err error) {
 	ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
 	if err != nil || found {
-		return ch, err
+		return ch, false, err
 	}
-	ch = chainFromClick(click, now)
-	inserted, err := tx.InsertChain(ctx, ch)
-	if err != nil || inserted {
-		return ch, err
+	return chainFromClick(click, now), true, nil
+}
+
+// writeChain stores a claim's chain in its final state: inserted when
+// takeChain found none, else updated.
+func writeChain(ctx context.Context, tx Tx, ch Chain, fresh bool) error {
+	if fresh {
+		return tx.InsertClaimedChain(ctx, ch)
 	}
-	// A concurrent claim inserted it first (and has committed): take theirs.
-	ch, found, err = tx.ChainByNonce(ctx, click.Claims.Nonce, true)
-	if err == nil && !found {
-		err = fmt.Errorf("attribution: chain of nonce %s neither inserted nor found", click.Claims.Nonce)
-	}
-	return ch, err
+	return tx.UpdateChains(ctx, []Chain{ch})
 }
 
 // fraudCheck runs the fraud rules that need the server's state, in order,
@@ -635,13 +633,10 @@ func (s *Service) Heartbeat(ctx context.Context, raw string) (Chain, error) {
 }
 
 // ClaimPipeliner is implemented by stores where each statement costs a round
-// trip (PostgreSQL). An install claim then reads what it needs in two round
-// trips, the same statements in the same order as through Tx.
+// trip (PostgreSQL). An install claim then reads what it needs after its
+// chain in one round trip, the same statements in the same order as
+// through Tx.
 type ClaimPipeliner interface {
-	// TakeChain inserts c unless a chain of its nonce exists (waiting, like
-	// InsertChain, for a concurrent insert of the nonce to end) and returns
-	// the chain of the nonce, locked, reporting whether it was c's insert.
-	TakeChain(ctx context.Context, c Chain) (ch Chain, inserted bool, err error)
 	// ClaimReads runs, in this order, InstallHistory, CampaignForUpdate and,
 	// after the campaign's lock is granted, CampaignSpend; then it sends
 	// ledger.Apply's reads for q.Ledger (operation keys, holds, account

@@ -27,6 +27,9 @@ func init() {
 	// Two registrations of one public key race on its kid: the loser runs
 	// again and finds the winner's row.
 	conflictConstraints["sdk_keys_pkey"] = true
+	// A claim's fresh chain and a concurrent click or claim of its nonce
+	// (InsertClaimedChain): the loser runs again and finds the winner's.
+	conflictConstraints["chains_nonce_key"] = true
 }
 
 // ztime maps the zero time ("not yet") to NULL.
@@ -135,8 +138,7 @@ func (t *tx) InsertChain(ctx context.Context, c attribution.Chain) (bool, error)
 	return n == 1, wrap(err, "inserting a chain")
 }
 
-const insertChain = `INSERT INTO chains (` + chainColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)
+const insertChain = insertClaimedChain + `
 ON CONFLICT (nonce) DO NOTHING`
 
 func chainArgs(c attribution.Chain) []any {
@@ -146,36 +148,22 @@ func chainArgs(c attribution.Chain) []any {
 		ztime(c.LastHeartbeatAt), c.CreatedAt, c.UpdatedAt}
 }
 
-// TakeChain sends the insert of c (ON CONFLICT DO NOTHING, as InsertChain)
-// and the locking read of its nonce's chain in one round trip. The read
-// runs once the insert has ended, so it finds c or the chain that was there
-// or whose concurrent insert committed first.
-func (t *tx) TakeChain(ctx context.Context, c attribution.Chain) (attribution.Chain, bool, error) {
-	var inserted, found bool
-	var out attribution.Chain
+// InsertClaimedChain queues the insert of a claim's fresh chain (sent with
+// the next statement or COMMIT). Without ON CONFLICT: a chain of the nonce
+// inserted meanwhile violates chains_nonce_key, a conflict (wrap) that
+// fails the transaction, which runs again and finds that chain.
+func (t *tx) InsertClaimedChain(ctx context.Context, c attribution.Chain) error {
+	if t.err != nil {
+		return t.err
+	}
 	b := &pgx.Batch{}
-	b.Queue(insertChain, chainArgs(c)...).Exec(func(ct pgconn.CommandTag) error {
-		inserted = ct.RowsAffected() == 1
-		return nil
-	})
-	b.Queue(selectChains+` WHERE nonce = $1 FOR UPDATE`, c.Nonce).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var err error
-			if out, err = scanChain(rows); err != nil {
-				return err
-			}
-			found = true
-		}
-		return rows.Err()
-	})
-	if err := t.send(ctx, b); err != nil {
-		return attribution.Chain{}, false, wrap(err, "taking a chain")
-	}
-	if !found {
-		return attribution.Chain{}, false, fmt.Errorf("postgres: chain of nonce %s neither inserted nor found", c.Nonce)
-	}
-	return out, inserted, nil
+	b.Queue(insertClaimedChain, chainArgs(c)...)
+	t.pending = append(t.pending, b.QueuedQueries...)
+	return nil
 }
+
+const insertClaimedChain = `INSERT INTO chains (` + chainColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
 
 // ClaimReads sends an accepted claim's reads in one round trip, in the
 // order of the statements they replace (attribution.ClaimPipeliner): the

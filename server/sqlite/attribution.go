@@ -128,18 +128,30 @@ func scanChain(r scanner, extra ...any) (attribution.Chain, error) {
 // InsertChain inserts c; with a nonce already stored it writes nothing and
 // reports false (ON CONFLICT DO NOTHING: the single-use insert).
 func (t *tx) InsertChain(ctx context.Context, c attribution.Chain) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO chains (`+chainColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (nonce) DO NOTHING`,
-		c.ID, null(c.Nonce), null(c.ClaimedNonce), string(c.State), c.Reason, c.CampaignID, c.PublisherAppID, c.AdvertiserAppID, c.Category, string(c.Platform),
-		c.PriceCents, zmicros(c.OfferedAt), zmicros(c.ClickedAt), zmicros(c.ExpiresAt), c.ClickToken, c.TokenHash, c.PublisherKID, c.Countersignature, c.AdvertiserKID,
-		c.DeviceID, zmicros(c.ClaimedAt), c.ClickIP, c.InstallIP, c.InstallASN, zmicros(c.InstalledAt), zmicros(c.ActivatedAt), zmicros(c.ResolvedAt), c.HeartbeatSeq,
-		zmicros(c.LastHeartbeatAt), micros(c.CreatedAt), micros(c.UpdatedAt))
+	res, err := t.tx.ExecContext(ctx, insertChain+` ON CONFLICT (nonce) DO NOTHING`, chainArgs(c)...)
 	if err != nil {
 		return false, wrap(err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, wrap(err)
+}
+
+// InsertClaimedChain inserts a claim's fresh chain. A chain of the nonce
+// already stored is a unique violation, which wrap makes ledger.ErrConflict
+// (the single writer makes it a bug here, not a race).
+func (t *tx) InsertClaimedChain(ctx context.Context, c attribution.Chain) error {
+	_, err := t.tx.ExecContext(ctx, insertChain, chainArgs(c)...)
+	return wrap(err)
+}
+
+const insertChain = `INSERT INTO chains (` + chainColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func chainArgs(c attribution.Chain) []any {
+	return []any{c.ID, null(c.Nonce), null(c.ClaimedNonce), string(c.State), c.Reason, c.CampaignID, c.PublisherAppID, c.AdvertiserAppID, c.Category, string(c.Platform),
+		c.PriceCents, zmicros(c.OfferedAt), zmicros(c.ClickedAt), zmicros(c.ExpiresAt), c.ClickToken, c.TokenHash, c.PublisherKID, c.Countersignature, c.AdvertiserKID,
+		c.DeviceID, zmicros(c.ClaimedAt), c.ClickIP, c.InstallIP, c.InstallASN, zmicros(c.InstalledAt), zmicros(c.ActivatedAt), zmicros(c.ResolvedAt), c.HeartbeatSeq,
+		zmicros(c.LastHeartbeatAt), micros(c.CreatedAt), micros(c.UpdatedAt)}
 }
 
 func (t *tx) chain(ctx context.Context, where string, args ...any) (attribution.Chain, bool, error) {
