@@ -323,14 +323,25 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 	// may share (group commit: one COMMIT for many claims, each in its own
 	// savepoint, each answered after that COMMIT). The function uses only
 	// its tx, as groupcommit.Allow requires.
+	// claimChain writes the claim onto its chain.
+	var installASN int64
+	if c.IP.IsValid() && s.IPs != nil {
+		asn, _ := s.IPs.Classify(c.IP)
+		installASN = int64(asn)
+	}
+	claimChain := func(ch *Chain) {
+		ch.Countersignature, ch.AdvertiserKID, ch.DeviceID = c.Countersignature, in.Header.Kid, in.Claims.DeviceID
+		ch.ClaimedAt, ch.InstallIP, ch.InstallASN, ch.UpdatedAt = in.Claims.ClaimedTime(), ipKey, installASN, now
+	}
 	var outcome *apperr.Error
 	var refusedID string
 	var traded bool
 	err = s.Update(groupcommit.Allow(ctx), func(ctx context.Context, tx Tx) error {
 		outcome, refusedID, replayed, traded = nil, "", false, false
+		var reads claimReads
 		var fresh bool
 		var err error
-		ch, fresh, err = s.takeChain(ctx, tx, click, now)
+		ch, fresh, err = s.takeChain(ctx, tx, click, claimChain, now, rules, &reads)
 		if err != nil {
 			return err
 		}
@@ -353,13 +364,7 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 			return tx.InsertOutbox(ctx, rejectionEvents(rec, "", now))
 		}
 		prev := ch.State
-		ch.Countersignature, ch.AdvertiserKID, ch.DeviceID = c.Countersignature, in.Header.Kid, in.Claims.DeviceID
-		ch.ClaimedAt, ch.InstallIP, ch.UpdatedAt = in.Claims.ClaimedTime(), ipKey, now
-		if c.IP.IsValid() && s.IPs != nil {
-			asn, _ := s.IPs.Classify(c.IP)
-			ch.InstallASN = int64(asn)
-		}
-		var reads claimReads
+		claimChain(&ch)
 		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, pub, adv, now, rules, &reads)
 		if err != nil {
 			return err
@@ -448,12 +453,35 @@ func (s *Service) verifyCountersignature(ctx context.Context, raw string, click 
 // chain of the nonce that a concurrent click or claim inserts meanwhile
 // makes writeChain's insert fail as a conflict, and the store runs the
 // claim again, which then finds that chain.
-func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now time.Time) (ch Chain, fresh bool, err error) {
-	ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
-	if err != nil || found {
-		return ch, false, err
+//
+// On a ClaimPipeliner the chain's locking read goes in one round trip with
+// everything the claim reads next (ClaimReads), prepared for the fresh
+// chain: a claim whose click was never reported reads all it needs in that
+// one round trip. When the chain is found instead, the reads stand but for
+// the hold's, which read's next call makes again for the chain's own id.
+func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, claim func(*Chain), now time.Time, rules Rules, reads *claimReads) (ch Chain, fresh bool, err error) {
+	p, ok := tx.(ClaimPipeliner)
+	if !ok {
+		ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
+		if err != nil || found {
+			return ch, false, err
+		}
+		return chainFromClick(click, now), true, nil
 	}
-	return chainFromClick(click, now), true, nil
+	f := chainFromClick(click, now)
+	claim(&f)
+	reads.prepare(&f, now, rules)
+	q := reads.query
+	q.Nonce = click.Claims.Nonce
+	st, err := p.ClaimReads(ctx, q)
+	if err != nil {
+		return Chain{}, false, err
+	}
+	reads.ClaimState, reads.pipelined = st, true
+	if st.ChainFound {
+		return st.Chain, false, nil
+	}
+	return f, true, nil // the id the hold's reads were made for
 }
 
 // writeChain stores a claim's chain in its final state: inserted when
@@ -633,22 +661,27 @@ func (s *Service) Heartbeat(ctx context.Context, raw string) (Chain, error) {
 }
 
 // ClaimPipeliner is implemented by stores where each statement costs a round
-// trip (PostgreSQL). An install claim then reads what it needs after its
-// chain in one round trip, the same statements in the same order as
-// through Tx.
+// trip (PostgreSQL). An install claim then reads what it needs in one round
+// trip (two when its click was reported), the same statements in the same
+// order as through Tx.
 type ClaimPipeliner interface {
-	// ClaimReads runs, in this order, InstallHistory, CampaignForUpdate and,
-	// after the campaign's lock is granted, CampaignSpend; then it sends
-	// ledger.Apply's reads for q.Ledger (operation keys, holds, account
-	// locks: the locks after the campaign's, as without pipelining), whose
-	// results the store hands to Apply's calls with the same arguments.
+	// ClaimReads runs, in this order, ChainByNonce(q.Nonce, lock),
+	// InstallHistory, CampaignForUpdate and, after the campaign's lock is
+	// granted, CampaignSpend; then it sends ledger.Apply's reads for
+	// q.Ledger (operation keys, holds, account locks: the locks after the
+	// campaign's, as without pipelining), whose results the store hands to
+	// Apply's calls with the same arguments.
 	ClaimReads(ctx context.Context, q ClaimQuery) (ClaimState, error)
+	// LedgerReads sends ledger.Apply's reads for ops alone, as ClaimReads
+	// does, in one round trip.
+	LedgerReads(ctx context.Context, ops []ledger.Operation) error
 }
 
-// ClaimQuery is what an accepted claim reads: the device's and address's
-// installs for the fraud rules, the campaign (locked) and its day's spend
-// for the budget, and the escrow hold to apply.
+// ClaimQuery is what an accepted claim reads: its chain (locked), the
+// device's and address's installs for the fraud rules, the campaign
+// (locked) and its day's spend for the budget, and the escrow hold to apply.
 type ClaimQuery struct {
+	Nonce                         string
 	AdvertiserAppID, DeviceID, IP string
 	DeviceSince, IPSince          time.Time
 	CampaignID                    string
@@ -658,6 +691,8 @@ type ClaimQuery struct {
 
 // ClaimState is what ClaimReads read.
 type ClaimState struct {
+	Chain         Chain
+	ChainFound    bool
 	History       InstallHistory
 	Campaign      CampaignBudget
 	CampaignFound bool
@@ -672,9 +707,9 @@ type claimReads struct {
 	opErr     error // ledger.EscrowHold's refusal of the hold
 }
 
-// read reads the install history and, on a ClaimPipeliner, everything the
-// hold needs, in one round trip.
-func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
+// prepare sets the query of ch's claim: its rules' reads, its campaign, the
+// escrow hold of its chain id.
+func (r *claimReads) prepare(ch *Chain, now time.Time, rules Rules) {
 	r.query = ClaimQuery{AdvertiserAppID: ch.AdvertiserAppID, DeviceID: ch.DeviceID, IP: ch.InstallIP,
 		DeviceSince: now.Add(-rules.DeviceWindow), IPSince: now.Add(-rules.IPWindow),
 		CampaignID: ch.CampaignID, SpendDay: day(now)}
@@ -684,13 +719,28 @@ func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, 
 	if opErr == nil {
 		r.query.Ledger = []ledger.Operation{op}
 	}
-	var err error
-	if p, ok := tx.(ClaimPipeliner); ok {
-		r.ClaimState, err = p.ClaimReads(ctx, r.query)
-		r.pipelined = err == nil
-		return err
+}
+
+// read reads the install history and, on a ClaimPipeliner, everything the
+// hold needs. takeChain has read it all already, for the chain it returned
+// fresh; for a chain it found, whose id is not the fresh one's, only the
+// hold's reads are made again (the rest is the same: the chain has this
+// claim's token, hence its offer, and ch has this claim's device and
+// address).
+func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
+	if r.pipelined {
+		if len(r.query.Ledger) == 0 || r.query.Ledger[0].Key == holdKey(ch.ID) {
+			return nil
+		}
+		r.prepare(ch, now, rules)
+		if r.opErr != nil {
+			return nil
+		}
+		return tx.(ClaimPipeliner).LedgerReads(ctx, r.query.Ledger)
 	}
+	r.prepare(ch, now, rules)
 	q := r.query
+	var err error
 	r.History, err = tx.InstallHistory(ctx, q.AdvertiserAppID, q.DeviceID, q.DeviceSince, q.IP, q.IPSince)
 	return err
 }

@@ -165,13 +165,23 @@ func (t *tx) InsertClaimedChain(ctx context.Context, c attribution.Chain) error 
 const insertClaimedChain = `INSERT INTO chains (` + chainColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
 
-// ClaimReads sends an accepted claim's reads in one round trip, in the
-// order of the statements they replace (attribution.ClaimPipeliner): the
-// campaign's lock before the spend it guards, the ledger's account locks
-// last.
+// ClaimReads sends a claim's reads in one round trip, in the order of the
+// statements they replace (attribution.ClaimPipeliner): the chain's lock
+// first, the campaign's lock before the spend it guards, the ledger's
+// account locks last.
 func (t *tx) ClaimReads(ctx context.Context, q attribution.ClaimQuery) (attribution.ClaimState, error) {
 	var st attribution.ClaimState
 	b := &pgx.Batch{}
+	b.Queue(selectChains+` WHERE nonce = $1 FOR UPDATE`, q.Nonce).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var err error
+			if st.Chain, err = scanChain(rows); err != nil {
+				return err
+			}
+			st.ChainFound = true
+		}
+		return rows.Err()
+	})
 	b.Queue(installHistory, q.AdvertiserAppID, q.DeviceID, q.DeviceSince, q.IP, q.IPSince).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.History.DeviceHasApp, &st.History.ByDevice, &st.History.ByIP)
 	})
@@ -193,6 +203,18 @@ func (t *tx) ClaimReads(ctx context.Context, q attribution.ClaimQuery) (attribut
 		return st, wrap(err, "reading a claim's state")
 	}
 	return st, nil
+}
+
+// LedgerReads sends ledger.Apply's reads for ops in one round trip
+// (attribution.ClaimPipeliner): a claim's hold, once its chain was found.
+func (t *tx) LedgerReads(ctx context.Context, ops []ledger.Operation) error {
+	b := &pgx.Batch{}
+	t.queueLedgerReads(b, ops)
+	if err := t.send(ctx, b); err != nil {
+		t.pre = nil
+		return wrap(err, "reading a hold's ledger state")
+	}
+	return nil
 }
 
 func (t *tx) chain(ctx context.Context, where string, lock bool, args ...any) (attribution.Chain, bool, error) {
