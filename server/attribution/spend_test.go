@@ -184,7 +184,9 @@ func BenchmarkCampaignSpend(b *testing.B) {
 				name string
 				fn   func(ctx context.Context, tx storage.Tx) (int64, error)
 			}{
-				{"row", func(ctx context.Context, tx storage.Tx) (int64, error) { return tx.CampaignSpend(ctx, p.campaign, today) }},
+				{"row", func(ctx context.Context, tx storage.Tx) (int64, error) {
+					return tx.CampaignSpend(ctx, p.campaign, today)
+				}},
 				{"sum", func(ctx context.Context, tx storage.Tx) (int64, error) {
 					m, err := tx.SpendByCampaign(ctx, today, today.Add(24*time.Hour))
 					return m[p.campaign], err
