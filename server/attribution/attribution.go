@@ -363,6 +363,7 @@ type Service struct {
 	fills    counter[fillKey]
 	canaries counter[canaryDay]
 	cache    appCache
+	clicks   clickIDs
 }
 
 // now is the clock at the precision both stores keep.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"time"
 
@@ -244,6 +245,7 @@ func (s *Service) Click(ctx context.Context, raw string, ip netip.Addr) (ch Chai
 	if refused != nil {
 		return Chain{}, false, fraudError(FraudTokenReused, "click token: offer "+click.Claims.Nonce+" was already clicked with another token", refused.ID)
 	}
+	s.clicks.put(ch.Nonce, ch.ID, now)
 	return ch, replayed, nil
 }
 
@@ -470,7 +472,13 @@ func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, clai
 	}
 	f := chainFromClick(click, now)
 	claim(&f)
-	reads.prepare(&f, now, rules)
+	// The hold's reads are for the chain the click stored, if this
+	// instance recorded it, else for f.
+	probe := f
+	if id, ok := s.clicks.get(click.Claims.Nonce); ok {
+		probe.ID = id
+	}
+	reads.prepare(&probe, now, rules)
 	q := reads.query
 	q.Nonce = click.Claims.Nonce
 	st, err := p.ClaimReads(ctx, q)
@@ -481,7 +489,7 @@ func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, clai
 	if st.ChainFound {
 		return st.Chain, false, nil
 	}
-	return f, true, nil // the id the hold's reads were made for
+	return f, true, nil
 }
 
 // writeChain stores a claim's chain in its final state: inserted when
@@ -722,18 +730,16 @@ func (r *claimReads) prepare(ch *Chain, now time.Time, rules Rules) {
 }
 
 // read reads the install history and, on a ClaimPipeliner, everything the
-// hold needs. takeChain has read it all already, for the chain it returned
-// fresh; for a chain it found, whose id is not the fresh one's, only the
-// hold's reads are made again (the rest is the same: the chain has this
-// claim's token, hence its offer, and ch has this claim's device and
-// address).
+// hold needs. takeChain has read it all already, for the chain its hold's
+// reads were prepared for; the rest is the same for any chain it returns
+// (it has this claim's token, hence its offer, and ch has this claim's
+// device and address). When ch is another chain (a click this instance did
+// not record), only the hold's reads are made again, for ch.
 func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
 	if r.pipelined {
-		if len(r.query.Ledger) == 0 || r.query.Ledger[0].Key == holdKey(ch.ID) {
-			return nil
-		}
+		prepared := r.query.Ledger
 		r.prepare(ch, now, rules)
-		if r.opErr != nil {
+		if r.opErr != nil || reflect.DeepEqual(prepared, r.query.Ledger) {
 			return nil
 		}
 		return tx.(ClaimPipeliner).LedgerReads(ctx, r.query.Ledger)
