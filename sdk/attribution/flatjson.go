@@ -45,7 +45,7 @@ func decodeFlat(data []byte, dst any, names []string) bool {
 					break
 				}
 			}
-			field, known := plan[string(key)]
+			path, known := plan[string(key)]
 			if idx < 0 || !known || seen&(1<<idx) != 0 {
 				return false
 			}
@@ -55,7 +55,7 @@ func decodeFlat(data []byte, dst any, names []string) bool {
 				return false
 			}
 			d.space()
-			f := v.Field(field)
+			f := v.FieldByIndex(path)
 			if f.Kind() == reflect.String {
 				s, ok := d.str()
 				if !ok {
@@ -82,42 +82,64 @@ func decodeFlat(data []byte, dst any, names []string) bool {
 	return d.i == len(d.b) && seen == 1<<len(names)-1
 }
 
-// flatPlans caches, per type, its JSON member names → field index, or nil
-// when the type is not a struct of plain string and int64 fields.
+// flatPlans caches, per type, its JSON member names → field index path, or
+// nil when the type is not a struct of plain string and int64 fields (and of
+// embedded structs of such fields, promoted as encoding/json promotes them:
+// a click's claims embed its Offer).
 var flatPlans sync.Map
 
-func flatPlanOf(t reflect.Type) map[string]int {
+func flatPlanOf(t reflect.Type) map[string][]int {
 	if p, ok := flatPlans.Load(t); ok {
-		return p.(map[string]int)
+		return p.(map[string][]int)
 	}
-	p := buildFlatPlan(t)
-	flatPlans.Store(t, p)
-	return p
+	plan := map[string][]int{}
+	if !buildFlatPlan(t, nil, plan) {
+		plan = nil
+	}
+	flatPlans.Store(t, plan)
+	return plan
 }
 
-func buildFlatPlan(t reflect.Type) map[string]int {
+// buildFlatPlan adds t's members to plan, their paths under prefix; false
+// when t is not such a struct. Anything encoding/json would resolve by its
+// finer rules (a tagged or pointer embedding, a name twice, a type with its
+// own unmarshalling) is refused, and the token walk decodes it.
+func buildFlatPlan(t reflect.Type, prefix []int, plan map[string][]int) bool {
 	if t.Kind() != reflect.Struct {
-		return nil
+		return false
 	}
-	plan := map[string]int{}
+	pt := reflect.PointerTo(t)
+	if pt.Implements(reflect.TypeFor[json.Unmarshaler]()) || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+		return false
+	}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := f.Tag.Get("json")
+		path := append(append([]int(nil), prefix...), i)
+		if f.Anonymous && name == "" && f.IsExported() && f.Type.Kind() == reflect.Struct {
+			if !buildFlatPlan(f.Type, path, plan) {
+				return false
+			}
+			continue
+		}
 		pt := reflect.PointerTo(f.Type)
 		switch {
 		case !f.IsExported() || f.Anonymous || name == "" || name == "-",
 			pt.Implements(reflect.TypeFor[json.Unmarshaler]()), pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()),
 			f.Type.Kind() != reflect.String && f.Type.Kind() != reflect.Int64:
-			return nil // a tag option (,string …) also lands here: name holds a comma
+			return false // a tag option (,string …) also lands here: name holds a comma
 		}
 		for _, c := range name {
 			if c == ',' {
-				return nil
+				return false
 			}
 		}
-		plan[name] = i
+		if _, twice := plan[name]; twice {
+			return false
+		}
+		plan[name] = path
 	}
-	return plan
+	return true
 }
 
 type flatDecoder struct {

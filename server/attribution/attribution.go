@@ -220,6 +220,12 @@ type Tx interface {
 	ChainByTokenHash(ctx context.Context, th string, lock bool) (Chain, bool, error)
 	// ChainByID returns a chain.
 	ChainByID(ctx context.Context, id string) (Chain, bool, error)
+	// InsertClaimedChain inserts the chain of a claim whose click was never
+	// reported, in its final state. A chain of its nonce inserted meanwhile
+	// fails it, or the transaction at commit, with ledger.ErrConflict, which
+	// the store cures by running the transaction again. (PostgreSQL sends
+	// it with the next statement or with COMMIT, like UpdateChains.)
+	InsertClaimedChain(ctx context.Context, c Chain) error
 	// UpdateChains writes the mutable columns of chains (state, reason,
 	// claim, install, activation, resolution, heartbeat, updated_at).
 	UpdateChains(ctx context.Context, cs []Chain) error
@@ -228,10 +234,14 @@ type Tx interface {
 	// locked until the transaction ends, so that concurrent install claims
 	// of one campaign check its budget in turn.
 	CampaignForUpdate(ctx context.Context, id string) (c CampaignBudget, found bool, err error)
-	// CampaignSpend sums the prices of the campaign's chains installed in
-	// [from, to) and not refunded or rejected.
-	CampaignSpend(ctx context.Context, campaignID string, from, to time.Time) (int64, error)
-	// SpendByCampaign is CampaignSpend for every campaign with any spend.
+	// CampaignSpend is the sum of the prices of the campaign's chains
+	// installed on the UTC day starting at day and not refunded or
+	// rejected. It reads one row (the day's spend, which the store keeps
+	// with every change of a chain: migration 00025), not the day's chains.
+	CampaignSpend(ctx context.Context, campaignID string, day time.Time) (int64, error)
+	// SpendByCampaign sums the same over the chains themselves, for every
+	// campaign with any spend installed in [from, to): delivery's rebuild
+	// reads it, and tests hold CampaignSpend to it.
 	SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error)
 	// InstallHistory reads, in one query, what the device and velocity
 	// rules need: whether the device has an accepted install (installed_at
@@ -353,6 +363,7 @@ type Service struct {
 	fills    counter[fillKey]
 	canaries counter[canaryDay]
 	cache    appCache
+	clicks   clickIDs
 }
 
 // now is the clock at the precision both stores keep.

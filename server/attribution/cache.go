@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/txunit"
 )
@@ -116,4 +117,41 @@ func (s *Service) ForgetApp(id string) {
 	s.cache.mu.Lock()
 	delete(s.cache.apps, id)
 	s.cache.mu.Unlock()
+}
+
+// clickIDs remembers, by nonce, the chain id of the clicks this instance
+// recorded, so that the claim of a reported click can send its escrow
+// hold's ledger reads, which name the chain's id, in the round trip that
+// finds the chain (ClaimReads). It is a hint only: a claim whose hint is
+// missing (the click went to another instance, or was forgotten) or wrong
+// reads the hold's state in one more round trip, and the store hands a
+// pre-read result only to the call with exactly its arguments.
+type clickIDs struct {
+	mu        sync.Mutex
+	cur, prev map[string]string
+	since     time.Time
+}
+
+// clickIDsKept is how long a click's id is kept at least: past it, a claim
+// of the click is refused as expired before its transaction (ClickTTL plus
+// the largest clock skew, with room).
+const clickIDsKept = 2 * token.ClickTTL
+
+func (c *clickIDs) put(nonce, id string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || len(c.cur) >= maxCached || now.Sub(c.since) >= clickIDsKept || now.Before(c.since) {
+		c.prev, c.cur, c.since = c.cur, make(map[string]string), now
+	}
+	c.cur[nonce] = id
+}
+
+func (c *clickIDs) get(nonce string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id, ok := c.cur[nonce]; ok {
+		return id, true
+	}
+	id, ok := c.prev[nonce]
+	return id, ok
 }

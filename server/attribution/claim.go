@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"time"
 
@@ -244,6 +245,7 @@ func (s *Service) Click(ctx context.Context, raw string, ip netip.Addr) (ch Chai
 	if refused != nil {
 		return Chain{}, false, fraudError(FraudTokenReused, "click token: offer "+click.Claims.Nonce+" was already clicked with another token", refused.ID)
 	}
+	s.clicks.put(ch.Nonce, ch.ID, now)
 	return ch, replayed, nil
 }
 
@@ -323,13 +325,25 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 	// may share (group commit: one COMMIT for many claims, each in its own
 	// savepoint, each answered after that COMMIT). The function uses only
 	// its tx, as groupcommit.Allow requires.
+	// claimChain writes the claim onto its chain.
+	var installASN int64
+	if c.IP.IsValid() && s.IPs != nil {
+		asn, _ := s.IPs.Classify(c.IP)
+		installASN = int64(asn)
+	}
+	claimChain := func(ch *Chain) {
+		ch.Countersignature, ch.AdvertiserKID, ch.DeviceID = c.Countersignature, in.Header.Kid, in.Claims.DeviceID
+		ch.ClaimedAt, ch.InstallIP, ch.InstallASN, ch.UpdatedAt = in.Claims.ClaimedTime(), ipKey, installASN, now
+	}
 	var outcome *apperr.Error
 	var refusedID string
 	var traded bool
 	err = s.Update(groupcommit.Allow(ctx), func(ctx context.Context, tx Tx) error {
 		outcome, refusedID, replayed, traded = nil, "", false, false
+		var reads claimReads
+		var fresh bool
 		var err error
-		ch, err = s.takeChain(ctx, tx, click, now)
+		ch, fresh, err = s.takeChain(ctx, tx, click, claimChain, now, rules, &reads)
 		if err != nil {
 			return err
 		}
@@ -352,13 +366,7 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 			return tx.InsertOutbox(ctx, rejectionEvents(rec, "", now))
 		}
 		prev := ch.State
-		ch.Countersignature, ch.AdvertiserKID, ch.DeviceID = c.Countersignature, in.Header.Kid, in.Claims.DeviceID
-		ch.ClaimedAt, ch.InstallIP, ch.UpdatedAt = in.Claims.ClaimedTime(), ipKey, now
-		if c.IP.IsValid() && s.IPs != nil {
-			asn, _ := s.IPs.Classify(c.IP)
-			ch.InstallASN = int64(asn)
-		}
-		var reads claimReads
+		claimChain(&ch)
 		code, msg, err := s.fraudCheck(ctx, tx, &ch, click, in, c.IP, pub, adv, now, rules, &reads)
 		if err != nil {
 			return err
@@ -372,13 +380,13 @@ func (s *Service) Install(ctx context.Context, c Claim) (ch Chain, replayed bool
 		if code != "" {
 			ch.State, ch.Reason, ch.ResolvedAt = StateRejected, code, now
 			outcome = fraudError(code, "install claim: "+msg, ch.ID)
-			if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+			if err := writeChain(ctx, tx, ch, fresh); err != nil {
 				return err
 			}
 			return tx.InsertOutbox(ctx, rejectionEvents(ch, prev, now))
 		}
 		ch.State, ch.InstalledAt = StateInstalled, now
-		if err := tx.UpdateChains(ctx, []Chain{ch}); err != nil {
+		if err := writeChain(ctx, tx, ch, fresh); err != nil {
 			return err
 		}
 		if err := tx.InsertOutbox(ctx, stateEvents(ch, prev, now)); err != nil {
@@ -439,32 +447,58 @@ func (s *Service) verifyCountersignature(ctx context.Context, raw string, click 
 	return in, nil, nil
 }
 
-// takeChain returns the chain of the click's nonce, locked, inserting it
-// (clicked, without a click address) when the click was never reported.
-func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, now time.Time) (Chain, error) {
-	if p, ok := tx.(ClaimPipeliner); ok {
-		fresh := chainFromClick(click, now)
-		ch, inserted, err := p.TakeChain(ctx, fresh)
-		if inserted {
-			return fresh, err
+// takeChain returns the chain of the click's nonce, locked, or, when the
+// click was never reported (fresh), a new clicked chain that is not stored
+// yet: the claim writes it once, in its final state (writeChain), instead
+// of inserting it clicked and updating it, which on PostgreSQL wrote every
+// index of chains twice. Single use still rests on the unique nonce: a
+// chain of the nonce that a concurrent click or claim inserts meanwhile
+// makes writeChain's insert fail as a conflict, and the store runs the
+// claim again, which then finds that chain.
+//
+// On a ClaimPipeliner the chain's locking read goes in one round trip with
+// everything the claim reads next (ClaimReads), prepared for the fresh
+// chain: a claim whose click was never reported reads all it needs in that
+// one round trip. When the chain is found instead, the reads stand but for
+// the hold's, which read's next call makes again for the chain's own id.
+func (s *Service) takeChain(ctx context.Context, tx Tx, click *token.Click, claim func(*Chain), now time.Time, rules Rules, reads *claimReads) (ch Chain, fresh bool, err error) {
+	p, ok := tx.(ClaimPipeliner)
+	if !ok {
+		ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
+		if err != nil || found {
+			return ch, false, err
 		}
-		return ch, err
+		return chainFromClick(click, now), true, nil
 	}
-	ch, found, err := tx.ChainByNonce(ctx, click.Claims.Nonce, true)
-	if err != nil || found {
-		return ch, err
+	f := chainFromClick(click, now)
+	claim(&f)
+	// The hold's reads are for the chain the click stored, if this
+	// instance recorded it, else for f.
+	probe := f
+	if id, ok := s.clicks.get(click.Claims.Nonce); ok {
+		probe.ID = id
 	}
-	ch = chainFromClick(click, now)
-	inserted, err := tx.InsertChain(ctx, ch)
-	if err != nil || inserted {
-		return ch, err
+	reads.prepare(&probe, now, rules)
+	q := reads.query
+	q.Nonce = click.Claims.Nonce
+	st, err := p.ClaimReads(ctx, q)
+	if err != nil {
+		return Chain{}, false, err
 	}
-	// A concurrent claim inserted it first (and has committed): take theirs.
-	ch, found, err = tx.ChainByNonce(ctx, click.Claims.Nonce, true)
-	if err == nil && !found {
-		err = fmt.Errorf("attribution: chain of nonce %s neither inserted nor found", click.Claims.Nonce)
+	reads.ClaimState, reads.pipelined = st, true
+	if st.ChainFound {
+		return st.Chain, false, nil
 	}
-	return ch, err
+	return f, true, nil
+}
+
+// writeChain stores a claim's chain in its final state: inserted when
+// takeChain found none, else updated.
+func writeChain(ctx context.Context, tx Tx, ch Chain, fresh bool) error {
+	if fresh {
+		return tx.InsertClaimedChain(ctx, ch)
+	}
+	return tx.UpdateChains(ctx, []Chain{ch})
 }
 
 // fraudCheck runs the fraud rules that need the server's state, in order,
@@ -528,7 +562,7 @@ func (s *Service) hold(ctx context.Context, tx Tx, ch *Chain, now time.Time, rea
 			return "", "", err
 		}
 		if reads.CampaignFound {
-			if reads.Spent, err = tx.CampaignSpend(ctx, q.CampaignID, q.SpendFrom, q.SpendTo); err != nil {
+			if reads.Spent, err = tx.CampaignSpend(ctx, q.CampaignID, q.SpendDay); err != nil {
 				return "", "", err
 			}
 		}
@@ -635,38 +669,42 @@ func (s *Service) Heartbeat(ctx context.Context, raw string) (Chain, error) {
 }
 
 // ClaimPipeliner is implemented by stores where each statement costs a round
-// trip (PostgreSQL). An install claim then reads what it needs in two round
-// trips, the same statements in the same order as through Tx.
+// trip (PostgreSQL). An install claim then reads what it needs in one round
+// trip (two when its click was reported), the same statements in the same
+// order as through Tx.
 type ClaimPipeliner interface {
-	// TakeChain inserts c unless a chain of its nonce exists (waiting, like
-	// InsertChain, for a concurrent insert of the nonce to end) and returns
-	// the chain of the nonce, locked, reporting whether it was c's insert.
-	TakeChain(ctx context.Context, c Chain) (ch Chain, inserted bool, err error)
-	// ClaimReads runs, in this order, InstallHistory, CampaignForUpdate and,
-	// after the campaign's lock is granted, CampaignSpend; then it sends
-	// ledger.Apply's reads for q.Ledger (operation keys, holds, account
-	// locks: the locks after the campaign's, as without pipelining), whose
-	// results the store hands to Apply's calls with the same arguments.
+	// ClaimReads runs, in this order, ChainByNonce(q.Nonce, lock),
+	// InstallHistory, CampaignForUpdate and, after the campaign's lock is
+	// granted, CampaignSpend; then it sends ledger.Apply's reads for
+	// q.Ledger (operation keys, holds, account locks: the locks after the
+	// campaign's, as without pipelining), whose results the store hands to
+	// Apply's calls with the same arguments.
 	ClaimReads(ctx context.Context, q ClaimQuery) (ClaimState, error)
+	// LedgerReads sends ledger.Apply's reads for ops alone, as ClaimReads
+	// does, in one round trip.
+	LedgerReads(ctx context.Context, ops []ledger.Operation) error
 }
 
-// ClaimQuery is what an accepted claim reads: the device's and address's
-// installs for the fraud rules, the campaign (locked) and its day's spend
-// for the budget, and the escrow hold to apply.
+// ClaimQuery is what an accepted claim reads: its chain (locked), the
+// device's and address's installs for the fraud rules, the campaign
+// (locked) and its day's spend for the budget, and the escrow hold to apply.
 type ClaimQuery struct {
+	Nonce                         string
 	AdvertiserAppID, DeviceID, IP string
 	DeviceSince, IPSince          time.Time
 	CampaignID                    string
-	SpendFrom, SpendTo            time.Time
+	SpendDay                      time.Time // the UTC day whose spend the budget caps
 	Ledger                        []ledger.Operation
 }
 
 // ClaimState is what ClaimReads read.
 type ClaimState struct {
+	Chain         Chain
+	ChainFound    bool
 	History       InstallHistory
 	Campaign      CampaignBudget
 	CampaignFound bool
-	Spent         int64 // the campaign's spend over [SpendFrom, SpendTo)
+	Spent         int64 // the campaign's spend of SpendDay
 }
 
 // claimReads carries a claim's reads from the fraud rules to the hold.
@@ -677,26 +715,38 @@ type claimReads struct {
 	opErr     error // ledger.EscrowHold's refusal of the hold
 }
 
-// read reads the install history and, on a ClaimPipeliner, everything the
-// hold needs, in one round trip.
-func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
-	today := day(now)
+// prepare sets the query of ch's claim: its rules' reads, its campaign, the
+// escrow hold of its chain id.
+func (r *claimReads) prepare(ch *Chain, now time.Time, rules Rules) {
 	r.query = ClaimQuery{AdvertiserAppID: ch.AdvertiserAppID, DeviceID: ch.DeviceID, IP: ch.InstallIP,
 		DeviceSince: now.Add(-rules.DeviceWindow), IPSince: now.Add(-rules.IPWindow),
-		CampaignID: ch.CampaignID, SpendFrom: today, SpendTo: today.Add(24 * time.Hour)}
+		CampaignID: ch.CampaignID, SpendDay: day(now)}
 	// An invalid hold is the hold's error, after the rules and the budget.
 	op, opErr := ledger.EscrowHold(holdKey(ch.ID), ch.hold())
 	r.opErr = opErr
 	if opErr == nil {
 		r.query.Ledger = []ledger.Operation{op}
 	}
-	var err error
-	if p, ok := tx.(ClaimPipeliner); ok {
-		r.ClaimState, err = p.ClaimReads(ctx, r.query)
-		r.pipelined = err == nil
-		return err
+}
+
+// read reads the install history and, on a ClaimPipeliner, everything the
+// hold needs. takeChain has read it all already, for the chain its hold's
+// reads were prepared for; the rest is the same for any chain it returns
+// (it has this claim's token, hence its offer, and ch has this claim's
+// device and address). When ch is another chain (a click this instance did
+// not record), only the hold's reads are made again, for ch.
+func (r *claimReads) read(ctx context.Context, tx Tx, ch *Chain, now time.Time, rules Rules) error {
+	if r.pipelined {
+		prepared := r.query.Ledger
+		r.prepare(ch, now, rules)
+		if r.opErr != nil || reflect.DeepEqual(prepared, r.query.Ledger) {
+			return nil
+		}
+		return tx.(ClaimPipeliner).LedgerReads(ctx, r.query.Ledger)
 	}
+	r.prepare(ch, now, rules)
 	q := r.query
+	var err error
 	r.History, err = tx.InstallHistory(ctx, q.AdvertiserAppID, q.DeviceID, q.DeviceSince, q.IP, q.IPSince)
 	return err
 }
