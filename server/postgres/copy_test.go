@@ -16,7 +16,7 @@ import (
 	"github.com/xpromo/xpromo/server/storage"
 )
 
-// A batch large enough for its lines to go by COPY (302 lines) loses a race
+// A batch large enough for its lines to go by COPY (1,002 lines) loses a race
 // to another transaction that locked one of its accounts first and commits
 // while the batch waits for that lock: on an operation key, and on a hold's
 // one resolution. The batch read the key (or the hold) before that commit,
@@ -56,7 +56,7 @@ type posted struct {
 }
 
 // losesRace commits winner in a transaction that holds its account locks
-// until a batch of 150 top-ups and loser waits for one of them, and returns
+// until a batch of 500 top-ups and loser waits for one of them, and returns
 // loser's outcome in the batch. setup is posted first.
 func losesRace(t *testing.T, winner, loser ledger.Operation, setup ...ledger.Operation) posted {
 	ctx := context.Background()
@@ -67,7 +67,7 @@ func losesRace(t *testing.T, winner, loser ledger.Operation, setup ...ledger.Ope
 
 	var ops []ledger.Operation
 	warm := append([]ledger.Operation{mustTopUp(t, "warm", "racer", 100)}, setup...)
-	for i := range 150 {
+	for i := range 500 {
 		ops = append(ops, mustTopUp(t, fmt.Sprintf("t%d", i), fmt.Sprintf("app%d", i%7), int64(100+i)))
 		warm = append(warm, mustTopUp(t, fmt.Sprintf("warm%d", i), fmt.Sprintf("app%d", i%7), 1))
 	}

@@ -547,10 +547,11 @@ func nullable(s string) any {
 // copyLines is the number of lines from which Append writes them with COPY
 // rather than INSERT … SELECT FROM unnest. A sweep batch's lines are its
 // largest statement; COPY (binary, no parse of arrays, no plan) costs less
-// server CPU per row but two round trips of its own, and it needs the
-// operations it references sent first, so small appends keep riding with
-// COMMIT. BENCHMARKS.md "The ledger's write path, round 2" has the figures.
-const copyLines = 200
+// server time per row but round trips of its own (the operations it
+// references are sent first, then COPY's two), so smaller appends keep
+// riding with COMMIT. Measured alone (BENCHMARKS.md "The ledger's write
+// path, round 2"): 2,500 lines a quarter cheaper, 1,000 a tenth, 200 the same.
+const copyLines = 1000
 
 // Append queues the inserts and the head update. They are sent with the next
 // statement or with COMMIT, so a lost race on a unique key (ErrConflict)
