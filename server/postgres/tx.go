@@ -514,10 +514,8 @@ func (t *tx) appendSmall(b ledger.Batch) {
 		args = append(args, r.HoldID, r.Resolution, r.OperationID, r.CreatedAt)
 	}
 	cte("l", "ledger_lines", lineColumns, len(b.Lines), 15)
-	for _, l := range b.Lines {
-		args = append(args, l.ID, l.OperationID, int32(l.Index), l.Account, l.Seq, string(l.Type), l.Amount, l.BalanceAfter,
-			nullable(l.Counterparty), nullable(l.ChainID), nullable(l.Note), nullable(string(l.EarnMode)),
-			l.CreatedAt, l.PrevHash, l.Hash)
+	for i := range b.Lines {
+		args = append(args, lineValues(&b.Lines[i])...)
 	}
 	n := len(b.Accounts)
 	sb.WriteString("\nUPDATE ledger_accounts a SET balance = v.balance, seq = v.seq, head = v.head FROM (VALUES ")
@@ -534,6 +532,13 @@ func (t *tx) appendSmall(b ledger.Batch) {
 		return nil
 	})
 	t.pending = append(t.pending, batch.QueuedQueries...)
+}
+
+// lineValues is a line's values in lineColumns' order, "" as NULL.
+func lineValues(l *ledger.Line) []any {
+	return []any{l.ID, l.OperationID, int32(l.Index), l.Account, l.Seq, string(l.Type), l.Amount, l.BalanceAfter,
+		nullable(l.Counterparty), nullable(l.ChainID), nullable(l.Note), nullable(string(l.EarnMode)),
+		l.CreatedAt, l.PrevHash, l.Hash}
 }
 
 // nullable maps "" to SQL NULL for the optional text columns.
@@ -630,10 +635,7 @@ var lineCopyColumns = strings.Split(lineColumns, ", ")
 // lines reference are written first.
 func (t *tx) copyLines(ctx context.Context, lines []ledger.Line) error {
 	_, err := t.conn.CopyFrom(ctx, pgx.Identifier{"ledger_lines"}, lineCopyColumns, pgx.CopyFromSlice(len(lines), func(i int) ([]any, error) {
-		l := &lines[i]
-		return []any{l.ID, l.OperationID, int32(l.Index), l.Account, l.Seq, string(l.Type), l.Amount, l.BalanceAfter,
-			nullable(l.Counterparty), nullable(l.ChainID), nullable(l.Note), nullable(string(l.EarnMode)),
-			l.CreatedAt, l.PrevHash, l.Hash}, nil
+		return lineValues(&lines[i]), nil
 	}))
 	if err != nil {
 		t.err = err
