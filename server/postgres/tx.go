@@ -514,10 +514,8 @@ func (t *tx) appendSmall(b ledger.Batch) {
 		args = append(args, r.HoldID, r.Resolution, r.OperationID, r.CreatedAt)
 	}
 	cte("l", "ledger_lines", lineColumns, len(b.Lines), 15)
-	for _, l := range b.Lines {
-		args = append(args, l.ID, l.OperationID, int32(l.Index), l.Account, l.Seq, string(l.Type), l.Amount, l.BalanceAfter,
-			nullable(l.Counterparty), nullable(l.ChainID), nullable(l.Note), nullable(string(l.EarnMode)),
-			l.CreatedAt, l.PrevHash, l.Hash)
+	for i := range b.Lines {
+		args = append(args, lineValues(&b.Lines[i])...)
 	}
 	n := len(b.Accounts)
 	sb.WriteString("\nUPDATE ledger_accounts a SET balance = v.balance, seq = v.seq, head = v.head FROM (VALUES ")
@@ -536,6 +534,13 @@ func (t *tx) appendSmall(b ledger.Batch) {
 	t.pending = append(t.pending, batch.QueuedQueries...)
 }
 
+// lineValues is a line's values in lineColumns' order, "" as NULL.
+func lineValues(l *ledger.Line) []any {
+	return []any{l.ID, l.OperationID, int32(l.Index), l.Account, l.Seq, string(l.Type), l.Amount, l.BalanceAfter,
+		nullable(l.Counterparty), nullable(l.ChainID), nullable(l.Note), nullable(string(l.EarnMode)),
+		l.CreatedAt, l.PrevHash, l.Hash}
+}
+
 // nullable maps "" to SQL NULL for the optional text columns.
 func nullable(s string) any {
 	if s == "" {
@@ -544,15 +549,25 @@ func nullable(s string) any {
 	return s
 }
 
+// copyLines is the number of lines from which Append writes them with COPY
+// rather than INSERT … SELECT FROM unnest. A sweep batch's lines are its
+// largest statement; COPY (binary, no parse of arrays, no plan) costs less
+// server time per row but round trips of its own (the operations it
+// references are sent first, then COPY's two), so smaller appends keep
+// riding with COMMIT. Measured alone (BENCHMARKS.md "The ledger's write
+// path, round 2"): 2,500 lines a quarter cheaper, 1,000 a tenth, 200 the same.
+const copyLines = 1000
+
 // Append queues the inserts and the head update. They are sent with the next
 // statement or with COMMIT, so a lost race on a unique key (ErrConflict)
 // surfaces from there; InTx retries it all the same.
 //
 // A few rows go in one statement (appendSmall). More go in one statement per
-// table, INSERT … SELECT FROM unnest(arrays) and UPDATE … FROM unnest, lines
-// included whatever their number: measured against COPY (pgx CopyFrom) on
-// batches of 100 and 1,000 operations, unnest was as fast or faster, and it
-// rides in the same round trip as COMMIT where COPY needs two of its own.
+// table, INSERT … SELECT FROM unnest(arrays) and UPDATE … FROM unnest. From
+// copyLines lines on, the operations, holds and resolutions are sent at once
+// (with BEGIN and anything held back: a lost key or resolution race surfaces
+// here, as ErrConflict), then the lines by COPY; the head update still waits
+// for COMMIT.
 func (t *tx) Append(ctx context.Context, b ledger.Batch) error {
 	if t.err != nil {
 		return t.err
@@ -583,7 +598,15 @@ func (t *tx) Append(ctx context.Context, b ledger.Batch) error {
 		}
 		batch.Queue(insertResolutions, hold, res, op, at)
 	}
-	if n := len(b.Lines); n > 0 {
+	if n := len(b.Lines); n >= copyLines {
+		if err := t.send(ctx, batch); err != nil {
+			return wrap(err, "appending operations")
+		}
+		if err := t.copyLines(ctx, b.Lines); err != nil {
+			return err
+		}
+		batch = &pgx.Batch{}
+	} else if n > 0 {
 		c := lineArrays(b.Lines)
 		batch.Queue(insertLines, c.id, c.op, c.idx, c.account, c.seq, c.typ, c.amount, c.balance,
 			c.counterparty, c.chain, c.note, c.mode, c.at, c.prev, c.hash)
@@ -602,6 +625,22 @@ func (t *tx) Append(ctx context.Context, b ledger.Batch) error {
 	}
 	t.pending = append(t.pending, batch.QueuedQueries...)
 	return nil
+}
+
+// lineCopyColumns are ledger_lines' columns in lineColumns' order, for COPY.
+var lineCopyColumns = strings.Split(lineColumns, ", ")
+
+// copyLines writes lines by COPY in the transaction, which Append has begun
+// and whose held-back statements it has sent, so that the operations the
+// lines reference are written first.
+func (t *tx) copyLines(ctx context.Context, lines []ledger.Line) error {
+	_, err := t.conn.CopyFrom(ctx, pgx.Identifier{"ledger_lines"}, lineCopyColumns, pgx.CopyFromSlice(len(lines), func(i int) ([]any, error) {
+		return lineValues(&lines[i]), nil
+	}))
+	if err != nil {
+		t.err = err
+	}
+	return wrap(err, "copying ledger lines")
 }
 
 // lineColumnArrays holds lines column by column, for unnest.
