@@ -21,11 +21,13 @@ import (
 // tx implements ledger.Tx on one pooled connection, managing the
 // transaction itself so that it costs no round trip of its own: BEGIN travels
 // with the first statement, and Append's statement(s) are held back and sent
-// with the next statement or, in the usual case, with COMMIT. An operation
-// thus takes three round trips (four when it touches a hold): find the key,
-// [read the holds,] lock the accounts, append and commit; and five
-// statements besides BEGIN and COMMIT at most, each one whatever the number
-// of rows.
+// with the next statement or, in the usual case, with COMMIT. A post of
+// the ledger's group commit (or a lone post) thus takes two round trips:
+// its three reads (find the keys, read the holds, lock the accounts) sent
+// ahead together (ReadAhead), then the append with COMMIT; the claim path
+// sends the same reads with its own (ClaimReads). Each statement is one
+// whatever the number of rows (an append of 1,000 lines or more writes
+// them by COPY).
 type tx struct {
 	conn    *pgx.Conn
 	begin   string             // the BEGIN statement: read-write or read-only
