@@ -96,6 +96,13 @@ func TestAgainstStripeMock(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, st.ProviderRef)
 
+	// The sessions of a PaymentIntent (refunds and disputes of sessions
+	// completed before their PaymentIntent was stored): stripe-mock answers
+	// its fixture, which is not this PaymentIntent's, so none is taken.
+	_, found, err := p.CheckoutByPayment(ctx, "pi_xpromo_unknown")
+	require.NoError(t, err)
+	assert.False(t, found)
+
 	tr, err := p.Transfer(ctx, payments.TransferRequest{PayoutID: "po_1", AppID: "app_1", Destination: "acct_1Nv0FGQ9RKHgCVdK",
 		AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_1"})
 	require.NoError(t, err)
@@ -103,7 +110,7 @@ func TestAgainstStripeMock(t *testing.T) {
 
 	// The listing request is well-formed; stripe-mock's fixture transfer
 	// is not of this group, so it is not taken for the payout's.
-	_, found, err := p.FindTransfer(ctx, payments.TransferRequest{PayoutID: "po_1", Destination: "acct_1", AmountCents: 7000, Currency: "EUR"})
+	_, found, err = p.FindTransfer(ctx, payments.TransferRequest{PayoutID: "po_1", Destination: "acct_1", AmountCents: 7000, Currency: "EUR"})
 	require.NoError(t, err)
 	assert.False(t, found)
 
@@ -138,10 +145,18 @@ func TestAgainstFake(t *testing.T) {
 	st, err := p.LookupCheckout(ctx, co.ProviderRef)
 	require.NoError(t, err)
 	assert.Equal(t, payments.CheckoutState{ProviderRef: co.ProviderRef, SessionID: "cs_ours", Outcome: payments.OutcomeOpen, AmountCents: 5000, Currency: "eur"}, st)
-	fake.Pay(co.ProviderRef)
+	_, found, err := p.CheckoutByPayment(ctx, "pi_none")
+	require.NoError(t, err)
+	assert.False(t, found)
+	paid := fake.Pay(co.ProviderRef)
 	st, err = p.LookupCheckout(ctx, co.ProviderRef)
 	require.NoError(t, err)
 	assert.Equal(t, payments.OutcomePaid, st.Outcome)
+	assert.Equal(t, paid["payment_intent"], st.PaymentRef)
+	byPayment, found, err := p.CheckoutByPayment(ctx, st.PaymentRef)
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, st, byPayment, "the session of its PaymentIntent")
 	fake.SetSession(co.ProviderRef, map[string]any{"status": "expired", "payment_status": "unpaid"})
 	st, err = p.LookupCheckout(ctx, co.ProviderRef)
 	require.NoError(t, err)
@@ -149,7 +164,7 @@ func TestAgainstFake(t *testing.T) {
 
 	// Transfers: one per idempotency key, found by transfer_group.
 	tr := payments.TransferRequest{PayoutID: "po_9", AppID: "app_1", Destination: "acct_9", AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_9"}
-	_, found, err := p.FindTransfer(ctx, tr)
+	_, found, err = p.FindTransfer(ctx, tr)
 	require.NoError(t, err)
 	assert.False(t, found)
 	a, err := p.Transfer(ctx, tr)
