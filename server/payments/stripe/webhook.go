@@ -23,8 +23,8 @@ import (
 // server's clock (Stripe's libraries use the same 5 minutes).
 const DefaultTolerance = 300 * time.Second
 
-// Checkout events the webhook acts on; any other type is acknowledged and
-// ignored.
+// Checkout events the webhook acts on; any type not named here is
+// acknowledged and ignored.
 const (
 	EventCheckoutCompleted     = "checkout.session.completed"
 	EventAsyncPaymentSucceeded = "checkout.session.async_payment_succeeded"
@@ -141,13 +141,16 @@ type event struct {
 	} `json:"data"`
 }
 
-// Receive verifies and applies one delivery. An error is the HTTP answer
-// (400 invalid_signature for a bad signature, 400 malformed_json for a
-// body that is not an event, else a 500 so that Stripe redelivers); nil
-// answers 200, also for events ignored (another type, another mode, a
-// session of another integration, a duplicate) and for refused ones (an
-// amount that disagrees with the session: logged at ERROR, nothing
-// credited, since redelivery would not change it).
+// Receive verifies and applies one delivery: a checkout session's events
+// (ApplyCheckout), or a refund or dispute of a top-up's payment
+// (ApplyPaymentEvent). An error is the HTTP answer (400 invalid_signature
+// for a bad signature, 400 malformed_json for a body that is not an event,
+// else a 500 so that Stripe redelivers: also for a refund or dispute of a
+// session not credited yet); nil answers 200, also for events ignored
+// (another type, another mode, a session or payment of another
+// integration, a duplicate) and for refused ones (an amount or currency
+// that disagrees with the session: logged at ERROR, nothing moved, since
+// redelivery would not change it).
 func (w *Webhook) Receive(ctx context.Context, payload []byte, header string) error {
 	tol := w.Tolerance
 	if tol <= 0 {
@@ -261,6 +264,11 @@ func (w *Webhook) payment(ctx context.Context, ev event, pe payments.PaymentEven
 	attrs = append(attrs, "app_id", out.Session.AppID, "session_id", out.Session.ID, "wallet_cents", out.Reversal.AmountCents, "outcome", out.Note)
 	if out.Capped() {
 		w.log().ErrorContext(ctx, "stripe webhook: Stripe reports more refunded or disputed than the top-up; capped at the session's amount", append(attrs, "wanted_cents", out.WantedCents)...)
+	}
+	if out.Reversal.Key == "" && pe.Kind != payments.PaymentDisputeOpened && pe.Kind != payments.PaymentDisputeClosed {
+		// A refund event older than one applied, a step already taken.
+		w.log().InfoContext(ctx, "stripe webhook: payment event adds nothing to what was applied", attrs...)
+		return nil
 	}
 	w.log().WarnContext(ctx, "stripe webhook: refund or dispute of a top-up", attrs...)
 	return nil
