@@ -2,6 +2,9 @@ package stripe_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	stripego "github.com/stripe/stripe-go/v85"
 
+	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/payments/stripe"
@@ -213,4 +217,71 @@ func TestLivemode(t *testing.T) {
 	assert.True(t, stripe.Livemode("sk_live_x"))
 	assert.True(t, stripe.Livemode("rk_live_x"))
 	assert.False(t, stripe.Livemode("sk_test_x"))
+}
+
+// recordingPayments is the payments domain as the webhook sees it,
+// recording what it is asked to apply.
+type recordingPayments struct{ events []payments.PaymentEvent }
+
+func (r *recordingPayments) ApplyCheckout(ctx context.Context, st payments.CheckoutState, ev payments.ProviderEvent) (payments.CheckoutSession, bool, error) {
+	return payments.CheckoutSession{}, false, nil
+}
+
+func (r *recordingPayments) ApplyPaymentEvent(ctx context.Context, pe payments.PaymentEvent, ev payments.ProviderEvent) (payments.PaymentOutcome, bool, error) {
+	r.events = append(r.events, pe)
+	return payments.PaymentOutcome{}, false, nil
+}
+
+// The refund and dispute events reach the domain with Stripe's fields; any
+// data.object, however malformed, is a 200 or a 400, never a panic or a 500.
+func FuzzReceivePaymentEvent(f *testing.F) {
+	f.Add(stripe.EventChargeRefunded, `{"id":"ch_1","object":"charge","amount_refunded":300,"currency":"eur","payment_intent":"pi_1"}`)
+	f.Add(stripe.EventDisputeFundsWithdrawn, `{"id":"dp_1","object":"dispute","amount":5000,"currency":"eur","charge":"ch_1","payment_intent":"pi_1","status":"needs_response","reason":"fraudulent"}`)
+	f.Add(stripe.EventDisputeClosed, `{"id":"dp_1","charge":{"id":"ch_1"},"payment_intent":{"id":"pi_1"}}`)
+	f.Add(stripe.EventChargeRefunded, `{"id":7}`)
+	f.Add(stripe.EventDisputeCreated, `[]`)
+	f.Fuzz(func(t *testing.T, typ, obj string) {
+		rec := &recordingPayments{}
+		w := &stripe.Webhook{Secrets: []string{"whsec_fuzz"}, Payments: rec, Now: func() time.Time { return now }}
+		body := fmt.Appendf(nil, `{"id":"evt_1","object":"event","type":%q,"livemode":false,"data":{"object":%s}}`, typ, obj)
+		header := signed(body, "whsec_fuzz", now)
+		err := w.Receive(context.Background(), body, header)
+		if err != nil {
+			var ae *apperr.Error
+			if !errors.As(err, &ae) || apperr.HTTPStatus(err) != 400 {
+				t.Fatalf("%s %s: %v", typ, obj, err)
+			}
+		}
+	})
+}
+
+func TestReceivePaymentEvents(t *testing.T) {
+	rec := &recordingPayments{}
+	w := &stripe.Webhook{Secrets: []string{"whsec_x"}, Payments: rec, Now: func() time.Time { return now }}
+	deliver := func(typ string, obj map[string]any) error {
+		body, header := stripetest.SignedEvent(t, "evt_"+typ, typ, obj, "whsec_x", now)
+		return w.Receive(context.Background(), body, header)
+	}
+	require.NoError(t, deliver(stripe.EventChargeRefunded, map[string]any{"id": "ch_1", "object": "charge", "amount_refunded": 300, "currency": "eur", "payment_intent": "pi_1"}))
+	require.NoError(t, deliver(stripe.EventDisputeFundsReinstated, map[string]any{"id": "dp_1", "object": "dispute", "amount": 5000, "currency": "eur",
+		"charge": "ch_2", "payment_intent": "pi_2", "status": "won", "reason": "fraudulent"}))
+	assert.Equal(t, []payments.PaymentEvent{
+		{Kind: payments.PaymentRefunded, PaymentRef: "pi_1", ChargeID: "ch_1", AmountCents: 300, Currency: "eur"},
+		{Kind: payments.PaymentDisputeReinstated, PaymentRef: "pi_2", ChargeID: "ch_2", DisputeID: "dp_1", AmountCents: 5000, Currency: "eur", Status: "won", Reason: "fraudulent"},
+	}, rec.events)
+	assertMalformed := func(err error) {
+		var ae *apperr.Error
+		require.True(t, errors.As(err, &ae), "%v", err)
+		assert.Equal(t, apperr.MalformedJSON, ae.Code)
+	}
+	assertMalformed(deliver(stripe.EventChargeRefunded, map[string]any{"object": "charge"}))
+	assertMalformed(deliver(stripe.EventDisputeCreated, map[string]any{"id": 5}))
+}
+
+// signed is a Stripe-Signature header for body at ts.
+func signed(body []byte, secret string, ts time.Time) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%d.", ts.Unix())
+	mac.Write(body)
+	return fmt.Sprintf("t=%d,v1=%s", ts.Unix(), hex.EncodeToString(mac.Sum(nil)))
 }
