@@ -161,7 +161,6 @@ func (s *Service) applyPaymentEvent(ctx context.Context, pe PaymentEvent, ev Pro
 		now := s.now()
 		sess, err := s.paymentSession(ctx, tx, pe.PaymentRef, hint)
 		if err == nil {
-			out.Session = sess
 			out, err = s.applyPayment(ctx, tx, sess, pe, ev.ID, now)
 		}
 		if errors.Is(err, ErrUnknownSession) || errors.Is(err, ErrPaymentRefused) {
