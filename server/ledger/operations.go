@@ -194,3 +194,24 @@ func Adjustment(key, appID string, amount int64, note string) (Operation, error)
 		{Account: Shard(PlatformAdjustments, key), Type: TypeAdjustment, Amount: -amount, Note: note},
 	}}, nil
 }
+
+// ProcessorAdjustment is a top-up's money moving again at the processor after
+// it was credited: negative when the processor took it back (a refund, a
+// dispute's funds withdrawn), positive when it returned it (a dispute's
+// funds reinstated). The wallet's line is an `adjustment` with the note, the
+// counter-posting is the processor's side, as a top-up's. A debit may take
+// the wallet below zero: the credits may already be spent, and the app then
+// owes them (Verify accepts a wallet overdrawn only by this shape and by
+// clawbacks).
+func ProcessorAdjustment(key, appID string, amount int64, note string) (Operation, error) {
+	if amount == 0 {
+		return Operation{}, apperr.New(apperr.InvalidOperation, "a processor adjustment needs a non-zero amount")
+	}
+	if note == "" {
+		return Operation{}, apperr.New(apperr.InvalidOperation, "a processor adjustment needs a note")
+	}
+	return Operation{Key: key, Kind: KindProcessorAdjustment, Postings: []Posting{
+		{Account: Shard(ProcessorClearing, key), Type: TypeAdjustment, Amount: -amount, Note: note},
+		{Account: Wallet(appID), Type: TypeAdjustment, Amount: amount, Note: note, MayOverdraw: amount < 0},
+	}}, nil
+}

@@ -58,6 +58,9 @@ const (
 	KindPayoutSettle  Kind = "payout_settle"
 	KindPayoutReturn  Kind = "payout_return"
 	KindAdjustment    Kind = "adjustment"
+	// KindProcessorAdjustment: the processor took a top-up's money back (a
+	// refund, a dispute) or returned it (a dispute won).
+	KindProcessorAdjustment Kind = "processor_adjustment"
 )
 
 // EarnMode says how a publisher takes its earnings.
@@ -78,7 +81,8 @@ type Posting struct {
 	Note         string
 	EarnMode     EarnMode // on earn and clawback lines: which balance they affect
 	// MayOverdraw lets this posting take a wallet below zero (a clawback of
-	// earnings already paid out). Escrow accounts can never go below zero.
+	// earnings already paid out, a refund or dispute of a top-up already
+	// spent). Escrow accounts can never go below zero.
 	MayOverdraw bool
 }
 

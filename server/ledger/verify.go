@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Violation is one broken invariant found by Verify.
@@ -31,7 +32,10 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 //   - each line's hash is sha256(previous hash || line) and links to the previous line;
 //   - each account head (balance, seq, hash) equals its last line;
 //   - each line belongs to a stored operation, and each operation has lines;
-//   - no escrow balance goes below zero, and a wallet only where the line may overdraw (a clawback);
+//   - no escrow balance goes below zero, and a wallet only where the line may
+//     overdraw: a clawback, or the wallet's adjustment of a processor
+//     adjustment (its operation's other line is an adjustment on the
+//     processor's side);
 //   - wallets carry only the API's line types;
 //   - the open holds of each advertiser sum to its escrow balance;
 //   - each payout's clearing account holds only `payout` lines: a positive
@@ -59,6 +63,10 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 	var total int64
 	var cur Line // the previous line of the account being scanned
 	last := map[string]Line{}
+	// Wallet adjustments that overdraw are allowed only in a processor
+	// adjustment: which operations are, is known once every line was read.
+	var overdrawnAdjustments []Line
+	processorAdjustments := map[string]bool{}
 	err = r.Scan(ctx, func(l Line) error {
 		rep.Lines++
 		total += l.Amount
@@ -78,13 +86,20 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 		if !bytes.Equal(l.Hash, l.ComputeHash()) {
 			bad("hash_chain", l.Account, "line %s: stored hash does not match its contents", l.ID)
 		}
+		if l.Type == TypeAdjustment && strings.HasPrefix(l.Account, ProcessorClearing+":") {
+			processorAdjustments[l.OperationID] = true
+		}
 		switch ClassOf(l.Account) {
 		case ClassEscrow:
 			if l.BalanceAfter < 0 {
 				bad("overdraft", l.Account, "line %s leaves escrow at %d", l.ID, l.BalanceAfter)
 			}
 		case ClassWallet:
-			if l.BalanceAfter < 0 && l.Amount < 0 && l.Type != TypeClawback {
+			switch {
+			case l.BalanceAfter >= 0 || l.Amount >= 0 || l.Type == TypeClawback:
+			case l.Type == TypeAdjustment:
+				overdrawnAdjustments = append(overdrawnAdjustments, l)
+			default:
 				bad("overdraft", l.Account, "%s line %s leaves the wallet at %d", l.Type, l.ID, l.BalanceAfter)
 			}
 			if l.Type == TypeTake || l.Type == TypeCreditBonus {
@@ -114,6 +129,11 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 		return rep, err
 	}
 	rep.Operations = len(opSums)
+	for _, l := range overdrawnAdjustments {
+		if !processorAdjustments[l.OperationID] {
+			bad("overdraft", l.Account, "%s line %s leaves the wallet at %d", l.Type, l.ID, l.BalanceAfter)
+		}
+	}
 
 	if total != 0 {
 		bad("zero_sum", "ledger", "all lines sum to %d", total)

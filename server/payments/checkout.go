@@ -33,6 +33,9 @@ type CheckoutState struct {
 	Outcome     string // OutcomePaid, OutcomeOpen, OutcomeExpired or OutcomeFailed
 	AmountCents int64  // what the payer paid (Stripe: amount_total)
 	Currency    string // ISO 4217, any case
+	// PaymentRef is the provider's payment (Stripe: the session's
+	// PaymentIntent), stored on the session when it completes.
+	PaymentRef string
 }
 
 // CheckoutLookup is a provider whose sessions are paid outside the server
@@ -139,6 +142,7 @@ func (s *Service) applyCheckout(ctx context.Context, tx WriteTx, st CheckoutStat
 		if st.AmountCents != sess.AmountCents || !strings.EqualFold(st.Currency, Currency) {
 			return sess, fmt.Errorf("%w: session %s is %d %s, the provider says %d %s were paid", ErrCheckoutMismatch, sess.ID, sess.AmountCents, Currency, st.AmountCents, strings.ToUpper(st.Currency))
 		}
+		sess.PaymentRef = st.PaymentRef
 		return s.credit(ctx, tx, sess, now)
 	case OutcomeExpired, OutcomeFailed:
 		sess.Status = CheckoutExpired

@@ -66,6 +66,11 @@ type CheckoutSession struct {
 	// Failure says why a session closed unpaid other than by expiring (its
 	// delayed payment failed); "" otherwise.
 	Failure string
+	// PaymentRef is the provider's payment the session was paid by (Stripe:
+	// the PaymentIntent, pi_…), stored when it completes: refunds and
+	// disputes name it. "" for test mode and for sessions completed before
+	// it was stored (ApplyPaymentEvent finds those through the provider).
+	PaymentRef string
 }
 
 // Payout is one withdrawal of an app's withdrawable balance.
@@ -112,6 +117,20 @@ type Tx interface {
 	// RecordProviderEvent stores e unless an event with its provider and id
 	// is stored; it reports whether it inserted.
 	RecordProviderEvent(ctx context.Context, e ProviderEvent) (bool, error)
+	// CheckoutSessionByPaymentRef reads the session of provider paid by
+	// the payment ref (CheckoutSession.PaymentRef); lock as for
+	// CheckoutSession.
+	CheckoutSessionByPaymentRef(ctx context.Context, provider, ref string, lock bool) (s CheckoutSession, found bool, err error)
+	// SetCheckoutPaymentRef stores the payment of a session that has none
+	// yet (one completed before payment refs were stored); a session that
+	// has one keeps it.
+	SetCheckoutPaymentRef(ctx context.Context, id, ref string) error
+	// CheckoutReversals returns the refund and dispute movements of a
+	// session, oldest first.
+	CheckoutReversals(ctx context.Context, sessionID string) ([]Reversal, error)
+	// InsertCheckoutReversal stores a movement; its key is unique (a second
+	// insert of a key fails, wrapping ledger.ErrConflict).
+	InsertCheckoutReversal(ctx context.Context, r Reversal) error
 
 	// PayoutAccount returns the app's payout account, "" when it has none.
 	PayoutAccount(ctx context.Context, appID string) (string, error)

@@ -60,12 +60,12 @@ func (t *tx) CheckoutSession(ctx context.Context, id string, lock bool) (payment
 	return s, found, nil
 }
 
-const checkoutColumns = `id, app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, coalesce(operation_id, ''), coalesce(failure, '')`
+const checkoutColumns = `id, app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, coalesce(operation_id, ''), coalesce(failure, ''), coalesce(payment_ref, '')`
 
 func scanCheckoutSession(rows pgx.Rows) (payments.CheckoutSession, error) {
 	var s payments.CheckoutSession
 	var completed *time.Time
-	if err := rows.Scan(&s.ID, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &s.CreatedAt, &s.ExpiresAt, &completed, &s.OperationID, &s.Failure); err != nil {
+	if err := rows.Scan(&s.ID, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &s.CreatedAt, &s.ExpiresAt, &completed, &s.OperationID, &s.Failure, &s.PaymentRef); err != nil {
 		return s, err
 	}
 	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
@@ -105,9 +105,60 @@ VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (provider, id) DO NOTHING`, e.Provid
 }
 
 func (t *tx) FinishCheckoutSession(ctx context.Context, s payments.CheckoutSession) error {
-	n, err := t.exec(ctx, `UPDATE checkout_sessions SET status = $1, completed_at = $2, operation_id = $3, failure = $4
-WHERE id = $5 AND status = 'open'`, s.Status, optionalTime(s.CompletedAt), optionalText(s.OperationID), optionalText(s.Failure), s.ID)
+	n, err := t.exec(ctx, `UPDATE checkout_sessions SET status = $1, completed_at = $2, operation_id = $3, failure = $4,
+  payment_ref = coalesce($6, payment_ref)
+WHERE id = $5 AND status = 'open'`, s.Status, optionalTime(s.CompletedAt), optionalText(s.OperationID), optionalText(s.Failure), s.ID, optionalText(s.PaymentRef))
 	return paymentRowUpdated(n, err, "checkout session", s.ID)
+}
+
+// CheckoutSessionByPaymentRef with lock reads the row FOR UPDATE, as
+// CheckoutSession: the refund and dispute events of one session queue here.
+func (t *tx) CheckoutSessionByPaymentRef(ctx context.Context, provider, ref string, lock bool) (payments.CheckoutSession, bool, error) {
+	q := `SELECT ` + checkoutColumns + ` FROM checkout_sessions WHERE provider = $1 AND payment_ref = $2`
+	if lock {
+		q += " FOR UPDATE"
+	}
+	var s payments.CheckoutSession
+	var found bool
+	err := t.query(ctx, q, []any{provider, ref}, func(rows pgx.Rows) error {
+		var err error
+		s, err = scanCheckoutSession(rows)
+		found = true
+		return err
+	})
+	if err != nil {
+		return payments.CheckoutSession{}, false, wrap(err, "reading checkout session by payment")
+	}
+	return s, found, nil
+}
+
+func (t *tx) SetCheckoutPaymentRef(ctx context.Context, id, ref string) error {
+	_, err := t.exec(ctx, `UPDATE checkout_sessions SET payment_ref = $1 WHERE id = $2 AND payment_ref IS NULL`, ref, id)
+	return wrap(err, "storing a checkout session's payment")
+}
+
+const reversalColumns = `key, session_id, app_id, kind, charge_id, dispute_id, amount_cents, reported_cents, operation_id, event_id, created_at`
+
+func (t *tx) CheckoutReversals(ctx context.Context, sessionID string) ([]payments.Reversal, error) {
+	var out []payments.Reversal
+	err := t.query(ctx, `SELECT key, session_id, app_id, kind, charge_id, coalesce(dispute_id, ''), amount_cents, reported_cents,
+  coalesce(operation_id, ''), event_id, created_at FROM checkout_reversals WHERE session_id = $1 ORDER BY created_at, key`, []any{sessionID}, func(rows pgx.Rows) error {
+		var r payments.Reversal
+		err := rows.Scan(&r.Key, &r.SessionID, &r.AppID, &r.Kind, &r.ChargeID, &r.DisputeID, &r.AmountCents, &r.ReportedCents, &r.OperationID, &r.EventID, &r.CreatedAt)
+		r.CreatedAt = r.CreatedAt.UTC()
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "reading checkout reversals")
+	}
+	return out, nil
+}
+
+func (t *tx) InsertCheckoutReversal(ctx context.Context, r payments.Reversal) error {
+	_, err := t.exec(ctx, `INSERT INTO checkout_reversals (`+reversalColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		r.Key, r.SessionID, r.AppID, r.Kind, r.ChargeID, optionalText(r.DisputeID), r.AmountCents, r.ReportedCents, optionalText(r.OperationID), r.EventID, r.CreatedAt)
+	return wrap(err, "inserting a checkout reversal")
 }
 
 // paymentRowUpdated checks that an UPDATE … WHERE status = <expected> changed its row;

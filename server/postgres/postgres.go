@@ -286,13 +286,16 @@ const (
 
 // conflictConstraints are the unique constraints whose violation means that a
 // concurrent transaction won a race InTx resolves by running fn again: the
-// operation key, a hold id, and a hold's one resolution; and a pair of apps'
-// one open complaint.
+// operation key, a hold id, and a hold's one resolution; a pair of apps'
+// one open complaint; a checkout's refund or dispute movement.
 var conflictConstraints = map[string]bool{
 	"ledger_operations_key_key": true,
 	"escrow_holds_pkey":         true,
 	"escrow_resolutions_pkey":   true,
 	"complaints_one_open":       true,
+	// A refund's or dispute's movement (its ledger key): the session row
+	// lock serialises them, this is the backstop.
+	"checkout_reversals_pkey": true,
 }
 
 // ledgerTables are the tables whose refused changes are ledger_append_only.

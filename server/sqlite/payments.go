@@ -35,17 +35,17 @@ func (t *tx) CheckoutSession(ctx context.Context, id string, lock bool) (payment
 	return s, true, nil
 }
 
-const checkoutColumns = `id, app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, operation_id, failure`
+const checkoutColumns = `id, app_id, amount_cents, status, provider, provider_ref, created_at, expires_at, completed_at, operation_id, failure, payment_ref`
 
 func scanCheckoutSession(sc scanner) (payments.CheckoutSession, error) {
 	var s payments.CheckoutSession
 	var created, expires int64
 	var completed sql.NullInt64
-	var opID, failure sql.NullString
-	if err := sc.Scan(&s.ID, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &created, &expires, &completed, &opID, &failure); err != nil {
+	var opID, failure, paymentRef sql.NullString
+	if err := sc.Scan(&s.ID, &s.AppID, &s.AmountCents, &s.Status, &s.Provider, &s.ProviderRef, &created, &expires, &completed, &opID, &failure, &paymentRef); err != nil {
 		return s, err
 	}
-	s.CreatedAt, s.ExpiresAt, s.OperationID, s.Failure = fromMicros(created), fromMicros(expires), opID.String, failure.String
+	s.CreatedAt, s.ExpiresAt, s.OperationID, s.Failure, s.PaymentRef = fromMicros(created), fromMicros(expires), opID.String, failure.String, paymentRef.String
 	if completed.Valid {
 		s.CompletedAt = fromMicros(completed.Int64)
 	}
@@ -88,9 +88,54 @@ func (t *tx) FinishCheckoutSession(ctx context.Context, s payments.CheckoutSessi
 	if !s.CompletedAt.IsZero() {
 		completed = micros(s.CompletedAt)
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE checkout_sessions SET status = ?, completed_at = ?, operation_id = ?, failure = ?
-WHERE id = ? AND status = 'open'`, s.Status, completed, null(s.OperationID), null(s.Failure), s.ID)
+	res, err := t.tx.ExecContext(ctx, `UPDATE checkout_sessions SET status = ?, completed_at = ?, operation_id = ?, failure = ?,
+  payment_ref = coalesce(?, payment_ref)
+WHERE id = ? AND status = 'open'`, s.Status, completed, null(s.OperationID), null(s.Failure), null(s.PaymentRef), s.ID)
 	return paymentRowUpdated(res, err, "checkout session", s.ID)
+}
+
+func (t *tx) CheckoutSessionByPaymentRef(ctx context.Context, provider, ref string, lock bool) (payments.CheckoutSession, bool, error) {
+	s, err := scanCheckoutSession(t.tx.QueryRowContext(ctx, `SELECT `+checkoutColumns+` FROM checkout_sessions WHERE provider = ? AND payment_ref = ?`, provider, ref))
+	if errors.Is(err, sql.ErrNoRows) {
+		return payments.CheckoutSession{}, false, nil
+	}
+	if err != nil {
+		return payments.CheckoutSession{}, false, wrap(err)
+	}
+	return s, true, nil
+}
+
+func (t *tx) SetCheckoutPaymentRef(ctx context.Context, id, ref string) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE checkout_sessions SET payment_ref = ? WHERE id = ? AND payment_ref IS NULL`, ref, id)
+	return wrap(err)
+}
+
+const reversalColumns = `key, session_id, app_id, kind, charge_id, dispute_id, amount_cents, reported_cents, operation_id, event_id, created_at`
+
+func (t *tx) CheckoutReversals(ctx context.Context, sessionID string) ([]payments.Reversal, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+reversalColumns+` FROM checkout_reversals WHERE session_id = ? ORDER BY created_at, key`, sessionID)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []payments.Reversal
+	for rows.Next() {
+		var r payments.Reversal
+		var dispute, opID sql.NullString
+		var created int64
+		if err := rows.Scan(&r.Key, &r.SessionID, &r.AppID, &r.Kind, &r.ChargeID, &dispute, &r.AmountCents, &r.ReportedCents, &opID, &r.EventID, &created); err != nil {
+			return nil, wrap(err)
+		}
+		r.DisputeID, r.OperationID, r.CreatedAt = dispute.String, opID.String, fromMicros(created)
+		out = append(out, r)
+	}
+	return out, wrap(rows.Err())
+}
+
+func (t *tx) InsertCheckoutReversal(ctx context.Context, r payments.Reversal) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO checkout_reversals (`+reversalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Key, r.SessionID, r.AppID, r.Kind, r.ChargeID, null(r.DisputeID), r.AmountCents, r.ReportedCents, null(r.OperationID), r.EventID, micros(r.CreatedAt))
+	return wrap(err)
 }
 
 // paymentRowUpdated checks that an UPDATE … WHERE status = <expected> changed its row;

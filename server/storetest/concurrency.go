@@ -153,12 +153,20 @@ func testConcurrentRandom(t *testing.T, h Harness) {
 						op, err = ledger.PayoutReturn(r.id, r.app, r.amount, "refused")
 					}
 					payout, resolve = &r, "paid"
-				case x < 95:
+				case x < 93:
 					amount := rng.Int64N(2000) - 1000 // -1000..999, never zero below
 					if amount >= 0 {
 						amount++
 					}
 					op, err = ledger.Adjustment("adj:"+key, app, amount, "operator correction")
+				case x < 95:
+					// A top-up refunded or disputed at the processor (it may
+					// overdraw the wallet), or a dispute won.
+					amount := rng.Int64N(4000) - 3000 // -3000..999, never zero below
+					if amount >= 0 {
+						amount++
+					}
+					op, err = ledger.ProcessorAdjustment("stripe:"+key, app, amount, "stripe dispute")
 				default:
 					if len(mine) == 0 {
 						continue

@@ -198,6 +198,47 @@ func testClawback(t *testing.T, h Harness) {
 	verifyOK(t, h.Store)
 }
 
+// A top-up refunded or disputed at the processor after its credits were
+// spent: the wallet goes below zero (the app owes them), verify accepts it,
+// and nothing else may overdraw it further. A won dispute gives it back.
+func testProcessorAdjustment(t *testing.T, h Harness) {
+	l, _ := newLedger(h)
+	p, mk := poster(t, l), opOf(t)
+	p(ledger.TopUp("topup:cs_1", "adv", 5000, "checkout cs_1"))
+	hold := ledger.Hold{ID: "ch_1", Advertiser: "adv", Publisher: "pub", Amount: 4000, ChainID: "ch_1"}
+	p(ledger.EscrowHold("hold:ch_1", hold))
+	p(ledger.Clear("clear:ch_1", hold, ledger.EarnCash))
+	note := "stripe dispute dp_1 (charge ch_9): funds withdrawn"
+	r := p(ledger.ProcessorAdjustment("stripe:dispute:dp_1:withdrawn", "adv", -5000, note))
+	require.Len(t, r.Lines, 2)
+	assert.Equal(t, ledger.Shard(ledger.ProcessorClearing, "stripe:dispute:dp_1:withdrawn"), r.Lines[0].Account, "the processor's side, as a top-up")
+	assert.Equal(t, int64(5000), r.Lines[0].Amount)
+	w := walletView(t, h.Store, "adv")
+	assert.Equal(t, view{ledger.TypeAdjustment, -5000, -4000, "", ""}, w[len(w)-1])
+	verifyOK(t, h.Store)
+
+	_, err := l.Post(ctx, mk(ledger.Adjustment("adjustment:1", "adv", -1, "operator")))
+	assert.Equal(t, apperr.InsufficientFunds, apperr.Code(err), "an operator's adjustment never overdraws")
+	_, err = ledger.ProcessorAdjustment("k", "adv", 0, note)
+	assert.Equal(t, apperr.InvalidOperation, apperr.Code(err))
+
+	p(ledger.ProcessorAdjustment("stripe:dispute:dp_1:reinstated", "adv", 5000, "stripe dispute dp_1 (charge ch_9): funds reinstated"))
+	assert.Equal(t, int64(1000), must(h.Store.Account(ctx, ledger.Wallet("adv"))).Balance)
+	verifyOK(t, h.Store)
+
+	// An overdrawn adjustment whose counterpart is not the processor's is a
+	// violation: verify tells the two shapes apart.
+	p(ledger.ProcessorAdjustment("stripe:refund:ch_9:5000", "adv", -5000, "stripe refund of checkout cs_1 (charge ch_9)"))
+	verifyOK(t, h.Store)
+	require.NoError(t, h.Tamper(ctx, "UPDATE ledger_lines SET account_id = 'platform:adjustments:00' WHERE account_id LIKE 'processor:clearing:%' AND note LIKE 'stripe refund%'"))
+	rep := must(ledger.Verify(ctx, h.Store))
+	found := false
+	for _, v := range rep.Violations {
+		found = found || (v.Check == "overdraft" && v.Subject == ledger.Wallet("adv"))
+	}
+	assert.True(t, found, "verify must report the overdraft; got %v", rep.Violations)
+}
+
 func testPayoutAndAdjustment(t *testing.T, h Harness) {
 	l, _ := newLedger(h)
 	p, mk := poster(t, l), opOf(t)

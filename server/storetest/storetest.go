@@ -36,6 +36,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("EscrowReleaseAndResolveOnce", func(t *testing.T) { testEscrowRelease(t, newHarness(t)) })
 	t.Run("ClawbackMayOverdraw", func(t *testing.T) { testClawback(t, newHarness(t)) })
 	t.Run("PayoutAndAdjustment", func(t *testing.T) { testPayoutAndAdjustment(t, newHarness(t)) })
+	t.Run("ProcessorAdjustmentMayOverdraw", func(t *testing.T) { testProcessorAdjustment(t, newHarness(t)) })
 	t.Run("BatchPerOperationOutcome", func(t *testing.T) { testBatch(t, newHarness(t)) })
 	t.Run("LinesQuery", func(t *testing.T) { testLinesQuery(t, newHarness(t)) })
 	t.Run("AppendOnly", func(t *testing.T) { testAppendOnly(t, newHarness(t)) })

@@ -80,9 +80,9 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 	require.True(t, strings.HasPrefix(sessID, "cs_"), sessID)
 	require.NotEmpty(t, ref)
 	paid := map[string]any{"id": ref, "object": "checkout.session", "client_reference_id": sessID, "status": "complete",
-		"payment_status": "paid", "amount_total": 20_000, "currency": "eur"}
-	webhook := func(id string, secret string) int {
-		body, header := stripetest.SignedEvent(t, id, stripe.EventCheckoutCompleted, paid, secret, a.clock.Now())
+		"payment_status": "paid", "amount_total": 20_000, "currency": "eur", "payment_intent": "pi_e2e"}
+	send := func(id, typ string, obj map[string]any, secret string) int {
+		body, header := stripetest.SignedEvent(t, id, typ, obj, secret, a.clock.Now())
 		req, err := http.NewRequest("POST", ts.URL+"/v1/stripe/webhook", bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Stripe-Signature", header)
@@ -93,6 +93,7 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	webhook := func(id string, secret string) int { return send(id, stripe.EventCheckoutCompleted, paid, secret) }
 	assert.Equal(t, 400, webhook("evt_forged", "whsec_wrong"))
 	assert.Equal(t, 200, webhook("evt_1", liveWhsec))
 	assert.Equal(t, 200, webhook("evt_1", liveWhsec))
@@ -141,6 +142,28 @@ func TestLiveModeWithStripeMock(t *testing.T) {
 	lines := wlines(a.wallet(pub))
 	require.Len(t, lines, 3)
 	assert.Equal(t, wline{xpromo.LinePayout, -withdrawable, 0, "", ""}, lines[2])
+
+	// The advertiser's card payment is disputed and lost after its credits
+	// were spent: the wallet goes below zero, and the campaign stops.
+	spent := wlines(a.wallet(adv))
+	before := spent[len(spent)-1].BalanceAfter
+	dispute := map[string]any{"id": "dp_e2e", "object": "dispute", "amount": 20_000, "currency": "eur", "charge": "ch_e2e",
+		"payment_intent": "pi_e2e", "status": "needs_response", "reason": "fraudulent"}
+	a.clock.Advance(time.Minute)
+	pre := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
+	require.True(t, pre.Filled, "the campaign delivers before the dispute: %+v", pre)
+	assert.Equal(t, 200, send("evt_dp", stripe.EventDisputeFundsWithdrawn, dispute, liveWhsec))
+	assert.Equal(t, 200, send("evt_dp", stripe.EventDisputeFundsWithdrawn, dispute, liveWhsec))
+	after := wlines(a.wallet(adv))
+	require.Len(t, after, len(spent)+1, "debited once")
+	assert.Equal(t, wline{xpromo.LineAdjustment, -20_000, before - 20_000, "", ""}, after[len(after)-1])
+	require.Less(t, before-20_000, int64(0))
+	// Delivery sees the wallet within its refresh: nothing is filled for it
+	// any more (an install claimed in between would be refused
+	// insufficient_funds by its escrow hold).
+	a.clock.Advance(time.Minute)
+	fill := decode[xpromo.FillResponse](t, a.expect(200, a.do("POST", "/v1/sdk/fill", "", a.fillRequest(pub, xpromo.SlotOnboardingComplete))))
+	assert.False(t, fill.Filled, "a negative wallet buys nothing: %+v", fill)
 	rep, err := ledger.Verify(t.Context(), s)
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), "%v", rep.Violations)

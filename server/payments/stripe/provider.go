@@ -53,6 +53,7 @@ type Provider struct {
 var (
 	_ payments.Provider       = (*Provider)(nil)
 	_ payments.CheckoutLookup = (*Provider)(nil)
+	_ payments.PaymentLookup  = (*Provider)(nil)
 )
 
 // New returns the provider.
@@ -153,12 +154,35 @@ func (p *Provider) LookupCheckout(ctx context.Context, ref string) (payments.Che
 	return st, nil
 }
 
+// CheckoutByPayment implements payments.PaymentLookup: the Checkout
+// Session of a PaymentIntent (GET /v1/checkout/sessions?payment_intent=…),
+// for the refunds and disputes of sessions completed before their
+// PaymentIntent was stored. found is false when the PaymentIntent has no
+// Checkout Session (a payment of another integration).
+func (p *Provider) CheckoutByPayment(ctx context.Context, paymentIntent string) (payments.CheckoutState, bool, error) {
+	params := &stripego.CheckoutSessionListParams{PaymentIntent: stripego.String(paymentIntent)}
+	params.Limit = stripego.Int64(1)
+	for cs, err := range p.sc.V1CheckoutSessions.List(ctx, params).All(ctx) {
+		if err != nil {
+			return payments.CheckoutState{}, false, fmt.Errorf("stripe: listing the checkout sessions of %s: %w", paymentIntent, err)
+		}
+		if cs.PaymentIntent == nil || cs.PaymentIntent.ID != paymentIntent {
+			continue // a counterpart that ignores the filter must not make us believe
+		}
+		return sessionState(cs), true, nil
+	}
+	return payments.CheckoutState{}, false, nil
+}
+
 // sessionState maps a Checkout Session to what the domain acts on.
 func sessionState(cs *stripego.CheckoutSession) payments.CheckoutState {
 	st := payments.CheckoutState{
 		ProviderRef: cs.ID, SessionID: cs.ClientReferenceID,
 		AmountCents: cs.AmountTotal, Currency: string(cs.Currency),
 		Outcome: payments.OutcomeOpen,
+	}
+	if cs.PaymentIntent != nil {
+		st.PaymentRef = cs.PaymentIntent.ID
 	}
 	switch {
 	case cs.Status == stripego.CheckoutSessionStatusComplete && cs.PaymentStatus == stripego.CheckoutSessionPaymentStatusPaid:

@@ -2,6 +2,9 @@ package stripe_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	stripego "github.com/stripe/stripe-go/v85"
 
+	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/payments/stripe"
@@ -96,6 +100,13 @@ func TestAgainstStripeMock(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, st.ProviderRef)
 
+	// The sessions of a PaymentIntent (refunds and disputes of sessions
+	// completed before their PaymentIntent was stored): stripe-mock answers
+	// its fixture, which is not this PaymentIntent's, so none is taken.
+	_, found, err := p.CheckoutByPayment(ctx, "pi_xpromo_unknown")
+	require.NoError(t, err)
+	assert.False(t, found)
+
 	tr, err := p.Transfer(ctx, payments.TransferRequest{PayoutID: "po_1", AppID: "app_1", Destination: "acct_1Nv0FGQ9RKHgCVdK",
 		AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_1"})
 	require.NoError(t, err)
@@ -103,7 +114,7 @@ func TestAgainstStripeMock(t *testing.T) {
 
 	// The listing request is well-formed; stripe-mock's fixture transfer
 	// is not of this group, so it is not taken for the payout's.
-	_, found, err := p.FindTransfer(ctx, payments.TransferRequest{PayoutID: "po_1", Destination: "acct_1", AmountCents: 7000, Currency: "EUR"})
+	_, found, err = p.FindTransfer(ctx, payments.TransferRequest{PayoutID: "po_1", Destination: "acct_1", AmountCents: 7000, Currency: "EUR"})
 	require.NoError(t, err)
 	assert.False(t, found)
 
@@ -138,10 +149,18 @@ func TestAgainstFake(t *testing.T) {
 	st, err := p.LookupCheckout(ctx, co.ProviderRef)
 	require.NoError(t, err)
 	assert.Equal(t, payments.CheckoutState{ProviderRef: co.ProviderRef, SessionID: "cs_ours", Outcome: payments.OutcomeOpen, AmountCents: 5000, Currency: "eur"}, st)
-	fake.Pay(co.ProviderRef)
+	_, found, err := p.CheckoutByPayment(ctx, "pi_none")
+	require.NoError(t, err)
+	assert.False(t, found)
+	paid := fake.Pay(co.ProviderRef)
 	st, err = p.LookupCheckout(ctx, co.ProviderRef)
 	require.NoError(t, err)
 	assert.Equal(t, payments.OutcomePaid, st.Outcome)
+	assert.Equal(t, paid["payment_intent"], st.PaymentRef)
+	byPayment, found, err := p.CheckoutByPayment(ctx, st.PaymentRef)
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, st, byPayment, "the session of its PaymentIntent")
 	fake.SetSession(co.ProviderRef, map[string]any{"status": "expired", "payment_status": "unpaid"})
 	st, err = p.LookupCheckout(ctx, co.ProviderRef)
 	require.NoError(t, err)
@@ -149,7 +168,7 @@ func TestAgainstFake(t *testing.T) {
 
 	// Transfers: one per idempotency key, found by transfer_group.
 	tr := payments.TransferRequest{PayoutID: "po_9", AppID: "app_1", Destination: "acct_9", AmountCents: 7000, Currency: "EUR", IdempotencyKey: "po_9"}
-	_, found, err := p.FindTransfer(ctx, tr)
+	_, found, err = p.FindTransfer(ctx, tr)
 	require.NoError(t, err)
 	assert.False(t, found)
 	a, err := p.Transfer(ctx, tr)
@@ -198,4 +217,71 @@ func TestLivemode(t *testing.T) {
 	assert.True(t, stripe.Livemode("sk_live_x"))
 	assert.True(t, stripe.Livemode("rk_live_x"))
 	assert.False(t, stripe.Livemode("sk_test_x"))
+}
+
+// recordingPayments is the payments domain as the webhook sees it,
+// recording what it is asked to apply.
+type recordingPayments struct{ events []payments.PaymentEvent }
+
+func (r *recordingPayments) ApplyCheckout(ctx context.Context, st payments.CheckoutState, ev payments.ProviderEvent) (payments.CheckoutSession, bool, error) {
+	return payments.CheckoutSession{}, false, nil
+}
+
+func (r *recordingPayments) ApplyPaymentEvent(ctx context.Context, pe payments.PaymentEvent, ev payments.ProviderEvent) (payments.PaymentOutcome, bool, error) {
+	r.events = append(r.events, pe)
+	return payments.PaymentOutcome{}, false, nil
+}
+
+// The refund and dispute events reach the domain with Stripe's fields; any
+// data.object, however malformed, is a 200 or a 400, never a panic or a 500.
+func FuzzReceivePaymentEvent(f *testing.F) {
+	f.Add(stripe.EventChargeRefunded, `{"id":"ch_1","object":"charge","amount_refunded":300,"currency":"eur","payment_intent":"pi_1"}`)
+	f.Add(stripe.EventDisputeFundsWithdrawn, `{"id":"dp_1","object":"dispute","amount":5000,"currency":"eur","charge":"ch_1","payment_intent":"pi_1","status":"needs_response","reason":"fraudulent"}`)
+	f.Add(stripe.EventDisputeClosed, `{"id":"dp_1","charge":{"id":"ch_1"},"payment_intent":{"id":"pi_1"}}`)
+	f.Add(stripe.EventChargeRefunded, `{"id":7}`)
+	f.Add(stripe.EventDisputeCreated, `[]`)
+	f.Fuzz(func(t *testing.T, typ, obj string) {
+		rec := &recordingPayments{}
+		w := &stripe.Webhook{Secrets: []string{"whsec_fuzz"}, Payments: rec, Now: func() time.Time { return now }}
+		body := fmt.Appendf(nil, `{"id":"evt_1","object":"event","type":%q,"livemode":false,"data":{"object":%s}}`, typ, obj)
+		header := signed(body, "whsec_fuzz", now)
+		err := w.Receive(context.Background(), body, header)
+		if err != nil {
+			var ae *apperr.Error
+			if !errors.As(err, &ae) || apperr.HTTPStatus(err) != 400 {
+				t.Fatalf("%s %s: %v", typ, obj, err)
+			}
+		}
+	})
+}
+
+func TestReceivePaymentEvents(t *testing.T) {
+	rec := &recordingPayments{}
+	w := &stripe.Webhook{Secrets: []string{"whsec_x"}, Payments: rec, Now: func() time.Time { return now }}
+	deliver := func(typ string, obj map[string]any) error {
+		body, header := stripetest.SignedEvent(t, "evt_"+typ, typ, obj, "whsec_x", now)
+		return w.Receive(context.Background(), body, header)
+	}
+	require.NoError(t, deliver(stripe.EventChargeRefunded, map[string]any{"id": "ch_1", "object": "charge", "amount_refunded": 300, "currency": "eur", "payment_intent": "pi_1"}))
+	require.NoError(t, deliver(stripe.EventDisputeFundsReinstated, map[string]any{"id": "dp_1", "object": "dispute", "amount": 5000, "currency": "eur",
+		"charge": "ch_2", "payment_intent": "pi_2", "status": "won", "reason": "fraudulent"}))
+	assert.Equal(t, []payments.PaymentEvent{
+		{Kind: payments.PaymentRefunded, PaymentRef: "pi_1", ChargeID: "ch_1", AmountCents: 300, Currency: "eur"},
+		{Kind: payments.PaymentDisputeReinstated, PaymentRef: "pi_2", ChargeID: "ch_2", DisputeID: "dp_1", AmountCents: 5000, Currency: "eur", Status: "won", Reason: "fraudulent"},
+	}, rec.events)
+	assertMalformed := func(err error) {
+		var ae *apperr.Error
+		require.True(t, errors.As(err, &ae), "%v", err)
+		assert.Equal(t, apperr.MalformedJSON, ae.Code)
+	}
+	assertMalformed(deliver(stripe.EventChargeRefunded, map[string]any{"object": "charge"}))
+	assertMalformed(deliver(stripe.EventDisputeCreated, map[string]any{"id": 5}))
+}
+
+// signed is a Stripe-Signature header for body at ts.
+func signed(body []byte, secret string, ts time.Time) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%d.", ts.Unix())
+	mac.Write(body)
+	return fmt.Sprintf("t=%d,v1=%s", ts.Unix(), hex.EncodeToString(mac.Sum(nil)))
 }

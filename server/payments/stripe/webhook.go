@@ -23,8 +23,8 @@ import (
 // server's clock (Stripe's libraries use the same 5 minutes).
 const DefaultTolerance = 300 * time.Second
 
-// Checkout events the webhook acts on; any other type is acknowledged and
-// ignored.
+// Checkout events the webhook acts on; any type not named here is
+// acknowledged and ignored.
 const (
 	EventCheckoutCompleted     = "checkout.session.completed"
 	EventAsyncPaymentSucceeded = "checkout.session.async_payment_succeeded"
@@ -32,9 +32,28 @@ const (
 	EventCheckoutExpired       = "checkout.session.expired"
 )
 
+// Events about a top-up's payment after its credit: refunds and disputes
+// (docs/payments.md, "Refunds and disputes").
+const (
+	EventChargeRefunded         = "charge.refunded"
+	EventDisputeCreated         = "charge.dispute.created"
+	EventDisputeFundsWithdrawn  = "charge.dispute.funds_withdrawn"
+	EventDisputeFundsReinstated = "charge.dispute.funds_reinstated"
+	EventDisputeClosed          = "charge.dispute.closed"
+)
+
+// disputeKinds maps the dispute events to what the domain does.
+var disputeKinds = map[string]string{
+	EventDisputeCreated:         payments.PaymentDisputeOpened,
+	EventDisputeFundsWithdrawn:  payments.PaymentDisputeWithdrawn,
+	EventDisputeFundsReinstated: payments.PaymentDisputeReinstated,
+	EventDisputeClosed:          payments.PaymentDisputeClosed,
+}
+
 // Checkouts is what the webhook needs of the payments domain.
 type Checkouts interface {
 	ApplyCheckout(ctx context.Context, st payments.CheckoutState, ev payments.ProviderEvent) (payments.CheckoutSession, bool, error)
+	ApplyPaymentEvent(ctx context.Context, pe payments.PaymentEvent, ev payments.ProviderEvent) (payments.PaymentOutcome, bool, error)
 }
 
 // Webhook receives Stripe's events at POST /v1/stripe/webhook.
@@ -122,13 +141,16 @@ type event struct {
 	} `json:"data"`
 }
 
-// Receive verifies and applies one delivery. An error is the HTTP answer
-// (400 invalid_signature for a bad signature, 400 malformed_json for a
-// body that is not an event, else a 500 so that Stripe redelivers); nil
-// answers 200, also for events ignored (another type, another mode, a
-// session of another integration, a duplicate) and for refused ones (an
-// amount that disagrees with the session: logged at ERROR, nothing
-// credited, since redelivery would not change it).
+// Receive verifies and applies one delivery: a checkout session's events
+// (ApplyCheckout), or a refund or dispute of a top-up's payment
+// (ApplyPaymentEvent). An error is the HTTP answer (400 invalid_signature
+// for a bad signature, 400 malformed_json for a body that is not an event,
+// else a 500 so that Stripe redelivers: also for a refund or dispute of a
+// session not credited yet); nil answers 200, also for events ignored
+// (another type, another mode, a session or payment of another
+// integration, a duplicate) and for refused ones (an amount or currency
+// that disagrees with the session: logged at ERROR, nothing moved, since
+// redelivery would not change it).
 func (w *Webhook) Receive(ctx context.Context, payload []byte, header string) error {
 	tol := w.Tolerance
 	if tol <= 0 {
@@ -168,6 +190,30 @@ func (w *Webhook) Receive(ctx context.Context, payload []byte, header string) er
 			st.Outcome = payments.OutcomeExpired
 		}
 		attrs = append(attrs, "provider_ref", cs.ID, "session_id", cs.ClientReferenceID)
+	case EventChargeRefunded:
+		var ch stripego.Charge
+		if err := json.Unmarshal(ev.Data.Object, &ch); err != nil || ch.ID == "" {
+			return apperr.New(apperr.MalformedJSON, "the event's data.object is not a charge")
+		}
+		pe := payments.PaymentEvent{Kind: payments.PaymentRefunded, ChargeID: ch.ID, AmountCents: ch.AmountRefunded, Currency: string(ch.Currency)}
+		if ch.PaymentIntent != nil {
+			pe.PaymentRef = ch.PaymentIntent.ID
+		}
+		return w.payment(ctx, ev, pe, attrs)
+	case EventDisputeCreated, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeClosed:
+		var dp stripego.Dispute
+		if err := json.Unmarshal(ev.Data.Object, &dp); err != nil || dp.ID == "" {
+			return apperr.New(apperr.MalformedJSON, "the event's data.object is not a dispute")
+		}
+		pe := payments.PaymentEvent{Kind: disputeKinds[ev.Type], DisputeID: dp.ID, AmountCents: dp.Amount, Currency: string(dp.Currency),
+			Status: string(dp.Status), Reason: string(dp.Reason)}
+		if dp.Charge != nil {
+			pe.ChargeID = dp.Charge.ID
+		}
+		if dp.PaymentIntent != nil {
+			pe.PaymentRef = dp.PaymentIntent.ID
+		}
+		return w.payment(ctx, ev, pe, attrs)
 	default:
 		w.log().DebugContext(ctx, "stripe webhook: event type ignored", attrs...)
 		return nil
@@ -187,6 +233,44 @@ func (w *Webhook) Receive(ctx context.Context, payload []byte, header string) er
 	default:
 		w.log().InfoContext(ctx, "stripe webhook: event applied", append(attrs, "status", sess.Status, "app_id", sess.AppID, "amount_cents", sess.AmountCents)...)
 	}
+	return nil
+}
+
+// payment applies a refund or dispute event and logs what it did: WARN for
+// every refund and dispute of one of our top-ups (an operator follows it
+// up), ERROR for a refusal or a movement capped at the session's amount.
+func (w *Webhook) payment(ctx context.Context, ev event, pe payments.PaymentEvent, attrs []any) error {
+	attrs = append(attrs, "payment_intent", pe.PaymentRef, "charge_id", pe.ChargeID, "reported_cents", pe.AmountCents, "currency", pe.Currency)
+	if pe.DisputeID != "" {
+		attrs = append(attrs, "dispute_id", pe.DisputeID, "dispute_status", pe.Status, "dispute_reason", pe.Reason)
+	}
+	out, dup, err := w.Payments.ApplyPaymentEvent(ctx, pe, payments.ProviderEvent{ID: ev.ID, Type: ev.Type})
+	switch {
+	case errors.Is(err, payments.ErrUnknownSession):
+		w.log().InfoContext(ctx, "stripe webhook: payment event about a payment this server did not take; ignored", append(attrs, "error", err.Error())...)
+		return nil
+	case errors.Is(err, payments.ErrPaymentRefused):
+		w.log().ErrorContext(ctx, "stripe webhook: payment event refused, nothing moved; reconcile with Stripe", append(attrs, "error", err.Error())...)
+		return nil
+	case errors.Is(err, payments.ErrSessionNotCredited):
+		w.log().WarnContext(ctx, "stripe webhook: payment event for a session not credited yet; Stripe redelivers it", append(attrs, "error", err.Error())...)
+		return err // 500: Stripe redelivers, after the credit
+	case err != nil:
+		return err // 500: Stripe redelivers
+	case dup:
+		w.log().InfoContext(ctx, "stripe webhook: duplicate event, no effect", attrs...)
+		return nil
+	}
+	attrs = append(attrs, "app_id", out.Session.AppID, "session_id", out.Session.ID, "wallet_cents", out.Reversal.AmountCents, "outcome", out.Note)
+	if out.Capped() {
+		w.log().ErrorContext(ctx, "stripe webhook: Stripe reports more refunded or disputed than the top-up; capped at the session's amount", append(attrs, "wanted_cents", out.WantedCents)...)
+	}
+	if out.Reversal.Key == "" && pe.Kind != payments.PaymentDisputeOpened && pe.Kind != payments.PaymentDisputeClosed {
+		// A refund event older than one applied, a step already taken.
+		w.log().InfoContext(ctx, "stripe webhook: payment event adds nothing to what was applied", attrs...)
+		return nil
+	}
+	w.log().WarnContext(ctx, "stripe webhook: refund or dispute of a top-up", attrs...)
 	return nil
 }
 

@@ -47,6 +47,7 @@ func NewFake(t testing.TB) *Fake {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/checkout/sessions", f.keyed(f.createSession))
 	mux.HandleFunc("GET /v1/checkout/sessions/{id}", f.getSession)
+	mux.HandleFunc("GET /v1/checkout/sessions", f.listSessions)
 	mux.HandleFunc("POST /v1/transfers", f.keyed(f.createTransfer))
 	mux.HandleFunc("GET /v1/transfers", f.listTransfers)
 	mux.HandleFunc("POST /v1/accounts", f.keyed(f.createAccount))
@@ -153,10 +154,50 @@ func (f *Fake) SetSession(id string, kv map[string]any) {
 	}
 }
 
-// Pay marks a session paid, as Stripe does when the payer pays.
+// Pay marks a session paid, as Stripe does when the payer pays: complete,
+// paid, with its PaymentIntent (pi_fake…, what refunds and disputes name).
 func (f *Fake) Pay(id string) map[string]any {
+	f.mu.Lock()
+	if f.sessions[id]["payment_intent"] == nil {
+		f.sessions[id]["payment_intent"] = f.id("pi")
+	}
+	f.mu.Unlock()
 	f.SetSession(id, map[string]any{"status": "complete", "payment_status": "paid"})
 	return f.Session(id)
+}
+
+// listSessions lists the sessions, filtered by payment_intent as Stripe
+// does (the only filter the provider uses).
+func (f *Fake) listSessions(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	data := []map[string]any{}
+	for _, s := range f.sessions {
+		if pi := r.URL.Query().Get("payment_intent"); pi == "" || s["payment_intent"] == pi {
+			data = append(data, s)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"object": "list", "url": "/v1/checkout/sessions", "has_more": false, "data": data})
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+// Charge is the Charge object of a paid session's PaymentIntent as Stripe
+// sends it in charge.refunded: amount_refunded is cumulative.
+func (f *Fake) Charge(sessionID, chargeID string, amountRefunded int64) map[string]any {
+	s := f.Session(sessionID)
+	return map[string]any{"id": chargeID, "object": "charge", "amount": s["amount_total"], "amount_captured": s["amount_total"],
+		"amount_refunded": amountRefunded, "refunded": amountRefunded == s["amount_total"], "currency": s["currency"],
+		"payment_intent": s["payment_intent"], "captured": true, "paid": true, "status": "succeeded", "livemode": false}
+}
+
+// Dispute is a Dispute object of a paid session's charge as Stripe sends it
+// in charge.dispute.* events.
+func (f *Fake) Dispute(sessionID, disputeID, chargeID string, amount int64, status string) map[string]any {
+	s := f.Session(sessionID)
+	return map[string]any{"id": disputeID, "object": "dispute", "amount": amount, "currency": s["currency"], "charge": chargeID,
+		"payment_intent": s["payment_intent"], "reason": "fraudulent", "status": status, "is_charge_refundable": false,
+		"balance_transactions": []any{}, "livemode": false}
 }
 
 func (f *Fake) createTransfer(r *http.Request) (int, any) {
