@@ -79,6 +79,7 @@ const (
 	PayoutInProgress     = "payout_in_progress"
 	PayoutNotAllowed     = "payout_not_allowed"
 	CheckoutExpired      = "checkout_expired"
+	PaymentNotCredited   = "payment_not_credited"
 	TestModeOnly         = "test_mode_only"
 	InvalidSignature     = "invalid_signature"
 	InvalidPaymentHeader = "invalid_payment_header"
@@ -226,6 +227,7 @@ func init() {
 	def(PayoutInProgress, 409, "On payout: another payout of this app is still being processed.")
 	def(PayoutNotAllowed, 409, "On payout: the app is `suspended` (until an operator reinstates it) or `rejected`; it cannot withdraw.")
 	def(CheckoutExpired, 409, "The checkout session expired before it was paid; start a new top-up.")
+	def(PaymentNotCredited, 409, "`POST /v1/stripe/webhook`: a refund or dispute of a top-up whose credit is not recorded yet (its own webhook is late); Stripe redelivers the event, which applies once the session is credited.")
 	def(TestModeOnly, 403, "The operation exists only in test mode (the test checkout page, the test clock).")
 	def(InvalidSignature, 400, "A payment processor's webhook (`POST /v1/stripe/webhook`) has no valid `Stripe-Signature`: missing or malformed, signed by no configured secret, or older (or newer) than 5 minutes.")
 	def(InvalidPaymentHeader, 400, "The `X-PAYMENT` header is not a base64 JSON x402 payment payload.")

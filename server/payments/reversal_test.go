@@ -230,13 +230,15 @@ func TestStripePaymentEventsIgnoredOrRefused(t *testing.T) {
 		assert.Contains(t, f.logs.String(), "payment event refused, nothing moved")
 		assert.Equal(t, int64(5000), f.balance(t, "app_a"))
 
-		// A session not credited yet (its webhook is late): an error, so that
-		// Stripe redelivers after the credit.
+		// A session not credited yet (its webhook is late): a 409
+		// payment_not_credited, so that Stripe redelivers after the credit.
 		open, _, err := f.svc.TopUp(context.Background(), "app_a", 6000)
 		require.NoError(t, err)
 		f.fake.Pay(open.ProviderRef)
 		early := f.fake.Charge(open.ProviderRef, "ch_early", 6000)
-		require.Error(t, f.deliver(t, "evt_early", stripe.EventChargeRefunded, early))
+		err = f.deliver(t, "evt_early", stripe.EventChargeRefunded, early)
+		require.Error(t, err)
+		assert.Equal(t, apperr.PaymentNotCredited, apperr.Code(err))
 		require.NoError(t, f.deliver(t, "evt_paid_late", stripe.EventCheckoutCompleted, f.fake.Session(open.ProviderRef)))
 		require.NoError(t, f.deliver(t, "evt_early", stripe.EventChargeRefunded, early), "the redelivery applies")
 		assert.Equal(t, int64(5000), f.balance(t, "app_a"))

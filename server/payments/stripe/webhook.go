@@ -145,8 +145,8 @@ type event struct {
 // (ApplyCheckout), or a refund or dispute of a top-up's payment
 // (ApplyPaymentEvent). An error is the HTTP answer (400 invalid_signature
 // for a bad signature, 400 malformed_json for a body that is not an event,
-// else a 500 so that Stripe redelivers: also for a refund or dispute of a
-// session not credited yet); nil answers 200, also for events ignored
+// 409 payment_not_credited for a refund or dispute of a session not
+// credited yet, else a 500; Stripe redelivers on either); nil answers 200, also for events ignored
 // (another type, another mode, a session or payment of another
 // integration, a duplicate) and for refused ones (an amount or currency
 // that disagrees with the session: logged at ERROR, nothing moved, since
@@ -254,7 +254,10 @@ func (w *Webhook) payment(ctx context.Context, ev event, pe payments.PaymentEven
 		return nil
 	case errors.Is(err, payments.ErrSessionNotCredited):
 		w.log().WarnContext(ctx, "stripe webhook: payment event for a session not credited yet; Stripe redelivers it", append(attrs, "error", err.Error())...)
-		return err // 500: Stripe redelivers, after the credit
+		// Not a server fault: a 409 (any non-2xx makes Stripe redeliver),
+		// applied once the session's own event or the reconciliation pass
+		// has credited it.
+		return apperr.New(apperr.PaymentNotCredited, "session not credited yet; deliver this event again later")
 	case err != nil:
 		return err // 500: Stripe redelivers
 	case dup:
