@@ -103,7 +103,7 @@ func allTools() []*tool {
 				{name: "category", schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
 					"Optional: the rate-card category key the app's own slots sell inventory in.")},
 				{name: "appcast_url", schema: withDesc(schema{"type": "string", "format": "uri", "minLength": 1, "maxLength": maxURLLength, "pattern": `\S`}, "Optional: absolute https URL of the app's Sparkle-format appcast (as Sparkle, WinSparkle and NetSparkle publish), "+
-					"read for the release-cadence signal. A Windows app needs it to have a cadence at all; a Mac app only when its bundle declares no SUFeedURL. Set at registration only.")},
+					"read for the release-cadence signal. A Windows app needs it to have a cadence at all; a Mac app only when its bundle declares no SUFeedURL. update_app changes it later.")},
 				idempotencyKeyParam(),
 			},
 			output: registerAppResponseSchema(),
