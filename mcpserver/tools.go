@@ -79,7 +79,7 @@ var ToolNames = append([]string{
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
 	"start_payout_onboarding", "get_payout_account",
-}, append(append(webhookToolNames, complaintToolNames...), gateToolNames...)...)
+}, append(append(append(webhookToolNames, complaintToolNames...), gateToolNames...), appToolNames...)...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
@@ -336,7 +336,7 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}, append(append(webhookTools(), complaintTools()...), gateTools()...)...)
+	}, append(append(append(webhookTools(), complaintTools()...), gateTools()...), appTools()...)...)
 }
 
 // topUpWalletNote tells the agent whether top_up can pay over x402 by
