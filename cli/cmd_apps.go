@@ -140,14 +140,14 @@ func (r *runner) appsUpdateCommand() *cobra.Command {
 	var clearAppcast bool
 	cmd := &cobra.Command{
 		Use:   "update (--appcast-url URL | --clear-appcast-url)",
-		Short: "change the app's appcast URL (PATCH /v1/apps/{app_id}); its cadence is read again at once",
+		Short: "change the app's appcast URL (PATCH /v1/apps/{app_id}); its cadence is read again",
 		Long: `Sets the app's Sparkle-format appcast (--appcast-url), the release-cadence
 source of a Windows app and of a Mac app whose bundle declares no SUFeedURL, or
 removes it (--clear-appcast-url). The URL is checked as at registration
-(invalid_appcast_url). A change queues a scoring run at once that reads the new
-feed: its scoring_job_id is printed ("-" when nothing changed); follow it with
-"apps score". The other registration fields cannot be changed: register the
-app again.`,
+(invalid_appcast_url). A change queues a scoring run that reads the new feed,
+due at once (or a minute after the last run ended): its scoring_job_id is
+printed ("-" when nothing changed); follow it with "apps score". The other
+registration fields cannot be changed: register the app again.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			set, remove := cmd.Flags().Changed("appcast-url"), clearAppcast

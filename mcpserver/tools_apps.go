@@ -57,7 +57,7 @@ func appTools() []*tool {
 			name:  "update_app",
 			title: "Change the app's appcast URL",
 			description: "Set the app's appcast_url, the Sparkle-format feed its release cadence is read from (a Windows app's only cadence source; a Mac app's when its bundle declares no SUFeedURL), " +
-				"or remove it with null (PATCH /v1/apps/{app_id}). Checked as at registration (invalid_appcast_url). A change queues a scoring run at once that reads the new feed: " +
+				"or remove it with null (PATCH /v1/apps/{app_id}). Checked as at registration (invalid_appcast_url). A change queues a scoring run that reads the new feed, due at once (or a minute after the last run ended): " +
 				"the answer is the app and that run's scoring_job_id (null when nothing changed); follow it with get_score. " +
 				"The other registration fields cannot be changed (field_not_changeable: register the app again). Allowed in any status, suspended and rejected included." + keyNote,
 			params: []param{
@@ -68,7 +68,7 @@ func appTools() []*tool {
 			output: func() schema {
 				props := appProps()
 				props["scoring_job_id"] = withDesc(schema{"type": []any{"string", "null"}, "maxLength": maxIDLength},
-					"The scoring job due at once that reads the new appcast; null when the request changed nothing.")
+					"The scoring job that reads the new appcast, due at once or a minute after the last run ended; null when the request changed nothing.")
 				return allRequired("The app after the change.", props)
 			}(),
 			hints: hints{readOnly: false, destructive: false, idempotent: true, openWorld: true},

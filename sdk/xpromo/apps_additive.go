@@ -100,8 +100,9 @@ type App struct {
 // change, and the scoring job that reads its feed again.
 type AppUpdate struct {
 	App
-	// ScoringJobID is the scoring job due at once that reads the new
-	// appcast (GetJob follows it); null when the request changed nothing.
+	// ScoringJobID is the scoring job that reads the new appcast, due at
+	// once or a minute after the app's last scoring run ended; null when
+	// the request changed nothing. GetJob follows it.
 	ScoringJobID *string `json:"scoring_job_id"`
 }
 

@@ -104,7 +104,8 @@ func (c *Client) GetApp(ctx context.Context, appID string, opts ...CallOption) (
 
 // UpdateApp changes the app's appcast URL (PATCH /v1/apps/{app_id}):
 // params.AppcastURL = String(url) sets it, nil clears it. A change queues a
-// scoring run at once that reads the new feed (AppUpdate.ScoringJobID).
+// scoring run that reads the new feed, due at once or a minute after the
+// last run ended (AppUpdate.ScoringJobID).
 // Refusals: 422 invalid_appcast_url (checked as at registration), and
 // field_not_changeable for the other registration fields; a nil params
 // sends {} (422 missing_field). Sending the same

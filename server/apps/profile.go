@@ -3,6 +3,7 @@ package apps
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
@@ -18,6 +19,12 @@ const ActorApp = "app"
 
 // AuditAppcastURL is the action of the audit entry of a changed appcast URL.
 const AuditAppcastURL = "app.appcast_url"
+
+// RescoreGap is how long after the app's last scoring run ended the run a
+// changed appcast URL brings forward may start: at once for a team fixing
+// its feed, but a team changing its URL over and over cannot make the
+// server read the model endpoint and feeds for it more than once a minute.
+const RescoreGap = time.Minute
 
 // FixedFields are the registration fields a team cannot change after
 // registering: the vetting gate vouched for the first six together (the
@@ -50,8 +57,9 @@ func (s *Service) App(ctx context.Context, appID string) (App, error) {
 // UpdateAppcastURL sets the app's appcast URL (nil clears it), checked as
 // at registration (invalid_appcast_url). A change commits in one
 // transaction with its audit entry (actor app) and a scoring run due at
-// once (QueueJobSoon: the queued run is brought forward, never doubled), so
-// the cadence signal is read again from the new feed; that job is returned.
+// once, or RescoreGap after the last one ended (QueueJobSoon: the queued
+// run is brought forward, never doubled), so the cadence signal is read
+// again from the new feed; that job is returned.
 // The URL the app already has changes nothing and returns no job. Any
 // status may change it: a suspended or rejected app is still scored, and
 // its team may be fixing exactly this.
@@ -93,7 +101,11 @@ func (s *Service) UpdateAppcastURL(ctx context.Context, appID string, url *strin
 		}); err != nil {
 			return err
 		}
-		j, err := QueueJobSoon(ctx, tx, appID, xpromo.JobScoring, now, now)
+		runAfter, err := rescoreAt(ctx, tx, appID, now)
+		if err != nil {
+			return err
+		}
+		j, err := QueueJobSoon(ctx, tx, appID, xpromo.JobScoring, runAfter, now)
 		if err != nil {
 			return err
 		}
@@ -104,6 +116,22 @@ func (s *Service) UpdateAppcastURL(ctx context.Context, appID string, url *strin
 		return App{}, nil, err
 	}
 	return a, job, nil
+}
+
+// rescoreAt is when the scoring run a change brings forward may start: now,
+// or RescoreGap after the app's last scoring run finished.
+func rescoreAt(ctx context.Context, tx Tx, appID string, now time.Time) (time.Time, error) {
+	js, err := tx.AppJobs(ctx, appID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	at := now
+	for _, j := range js {
+		if j.Kind == xpromo.JobScoring && j.FinishedAt != nil && j.FinishedAt.Add(RescoreGap).After(at) {
+			at = j.FinishedAt.Add(RescoreGap)
+		}
+	}
+	return at, nil
 }
 
 // orNull is s, or nil when s is empty.
