@@ -81,9 +81,11 @@ type updateAppRequest struct {
 // fixed returns the first registration field the body gives, in the order
 // of apps.FixedFields; "" when none.
 func (q *updateAppRequest) fixed() string {
-	for i, v := range []json.RawMessage{q.Name, q.Platform, q.BundleID, q.Domain, q.DownloadURL, q.ContactEmail, q.Category} {
-		if v != nil {
-			return apps.FixedFields[i]
+	given := map[string]json.RawMessage{"name": q.Name, "platform": q.Platform, "bundle_id": q.BundleID, "domain": q.Domain,
+		"download_url": q.DownloadURL, "contact_email": q.ContactEmail, "category": q.Category}
+	for _, f := range apps.FixedFields {
+		if given[f] != nil {
+			return f
 		}
 	}
 	return ""
