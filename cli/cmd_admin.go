@@ -78,20 +78,7 @@ func (r *runner) printAdminApp(app *xpromo.AdminApp) error {
 	if r.g.json {
 		return r.writeRaw()
 	}
-	if err := kv(r.env.Stdout,
-		[2]string{"app_id", app.AppID},
-		[2]string{"name", app.Name},
-		[2]string{"platform", string(app.Platform)},
-		[2]string{"bundle_id", app.BundleID},
-		[2]string{"domain", app.Domain},
-		[2]string{"download_url", app.DownloadURL},
-		[2]string{"contact_email", app.ContactEmail},
-		[2]string{"category", orDash(app.Category)},
-		[2]string{"appcast_url", orDash(app.AppcastURL)},
-		[2]string{"status", string(app.Status)},
-		[2]string{"earn_mode", app.EarnMode},
-		[2]string{"created_at", ts(app.CreatedAt)},
-	); err != nil {
+	if err := kv(r.env.Stdout, appRows(&app.App)...); err != nil {
 		return err
 	}
 	fmt.Fprintln(r.env.Stdout)

@@ -17,8 +17,8 @@ import (
 )
 
 func (r *runner) appsCommand() *cobra.Command {
-	return group("apps", "register an app, read its score, rotate its API key, choose its earn mode, answer the vetting gate",
-		r.appsRegisterCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsEarnModeCommand(),
+	return group("apps", "register an app, read or change it, read its score, rotate its API key, choose its earn mode, answer the vetting gate",
+		r.appsRegisterCommand(), r.appsShowCommand(), r.appsUpdateCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsEarnModeCommand(),
 		r.appsRecheckCommand(), r.appsVerifyContactCommand(), r.appsResendContactCommand())
 }
 
@@ -88,6 +88,94 @@ A profile that already holds an API key is not overwritten: name another with
 	f.StringVar(&req.Category, "category", "", "rate-card category the app's slots sell in (optional)")
 	f.StringVar(&req.AppcastURL, "appcast-url", "", "the app's Sparkle-format appcast, for release cadence (optional; a Windows app's only cadence source)")
 	f.BoolVar(&force, "force", false, "replace the API key already saved in the profile")
+	return cmd
+}
+
+// appRows are the fields of an app, in the API's order: `apps show` and
+// `apps update` print them, and `admin app` before the status history.
+func appRows(app *xpromo.App) [][2]string {
+	return [][2]string{
+		{"app_id", app.AppID},
+		{"name", app.Name},
+		{"platform", string(app.Platform)},
+		{"bundle_id", app.BundleID},
+		{"domain", app.Domain},
+		{"download_url", app.DownloadURL},
+		{"contact_email", app.ContactEmail},
+		{"category", orDash(app.Category)},
+		{"appcast_url", orDash(app.AppcastURL)},
+		{"status", string(app.Status)},
+		{"earn_mode", app.EarnMode},
+		{"created_at", ts(app.CreatedAt)},
+		{"updated_at", ts(app.UpdatedAt)},
+	}
+}
+
+func (r *runner) appsShowCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "the app as registered, with its status and earn mode (GET /v1/apps/{app_id})",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			app, err := c.GetApp(cmd.Context(), appID)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return kv(r.env.Stdout, appRows(app)...)
+		},
+	}
+	r.addAppIDFlag(cmd)
+	return cmd
+}
+
+func (r *runner) appsUpdateCommand() *cobra.Command {
+	var appcastURL string
+	var clearAppcast bool
+	cmd := &cobra.Command{
+		Use:   "update (--appcast-url URL | --clear-appcast-url)",
+		Short: "change the app's appcast URL (PATCH /v1/apps/{app_id}); its cadence is read again",
+		Long: `Sets the app's Sparkle-format appcast (--appcast-url), the release-cadence
+source of a Windows app and of a Mac app whose bundle declares no SUFeedURL, or
+removes it (--clear-appcast-url). The URL is checked as at registration
+(invalid_appcast_url). A change queues a scoring run that reads the new feed,
+due at once (or a minute after the last run ended): its scoring_job_id is
+printed ("-" when nothing changed); follow it with "apps score". The other
+registration fields cannot be changed: register the app again.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, remove := cmd.Flags().Changed("appcast-url"), clearAppcast
+			if set == remove {
+				return usageErr("%s needs exactly one of --appcast-url URL, --clear-appcast-url", cmd.CommandPath())
+			}
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			req := &xpromo.UpdateAppRequest{} // nil AppcastURL: null, removing it
+			if set {
+				req.AppcastURL = xpromo.String(appcastURL)
+			}
+			upd, err := c.UpdateApp(cmd.Context(), appID, req)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			return kv(r.env.Stdout, append(appRows(&upd.App), [2]string{"scoring_job_id", orDash(upd.ScoringJobID)})...)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&appcastURL, "appcast-url", "", "the app's new Sparkle-format appcast URL")
+	f.BoolVar(&clearAppcast, "clear-appcast-url", false, "remove the app's appcast URL")
+	r.addAppIDFlag(cmd)
 	return cmd
 }
 

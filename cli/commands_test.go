@@ -341,3 +341,36 @@ func TestSDKKeys(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAppsShowUpdate: `apps show` reads the app's own record; `apps update`
+// sets and removes its appcast URL, a change printing its scoring job.
+func TestAppsShowUpdate(t *testing.T) {
+	srv := startServer(t, wire.Config{})
+	e := newCLI(t, srv)
+	n := e.normalizer()
+	reg := e.ok("apps", "register", "--name", "Clipboard Pro", "--platform", "win", "--bundle-id", "com.example.clipboardpro",
+		"--domain", "example.com", "--download-url", "https://example.com/ClipboardPro.exe", "--contact-email", "team@example.com")
+	appID := appIDRe.FindStringSubmatch(reg.stdout)[1]
+	other := e.register("other", "Other", "com.example.other")
+
+	golden(t, n, "apps-show", e.ok("apps", "show").stdout)
+	golden(t, n, "apps-update", e.ok("apps", "update", "--appcast-url", "https://appcast.example.com/win/clipboardpro.xml").stdout)
+	again := e.ok("apps", "update", "--appcast-url", "https://appcast.example.com/win/clipboardpro.xml")
+	assert.Equal(t, "-", field(again.stdout, "scoring_job_id"), "the same URL changes nothing")
+	assert.Equal(t, "https://appcast.example.com/win/clipboardpro.xml", field(e.ok("apps", "show").stdout, "appcast_url"))
+
+	var upd xpromo.AppUpdate
+	require.NoError(t, json.Unmarshal([]byte(e.ok("apps", "update", "--clear-appcast-url", "--json").stdout), &upd))
+	assert.Nil(t, upd.AppcastURL)
+	require.NotNil(t, upd.ScoringJobID)
+	assert.Equal(t, appID, upd.AppID)
+	var app xpromo.App
+	require.NoError(t, json.Unmarshal([]byte(e.ok("apps", "show", "--json").stdout), &app))
+	assert.Nil(t, app.AppcastURL)
+
+	e.fails(2, "usage", "apps", "update")
+	e.fails(2, "usage", "apps", "update", "--appcast-url", "https://example.com/a.xml", "--clear-appcast-url")
+	e.fails(5, "invalid_appcast_url", "apps", "update", "--appcast-url", "ftp://example.com/a.xml")
+	e.fails(4, "not_found", "apps", "show", "--app-id", other.appID)
+	e.fails(4, "not_found", "apps", "update", "--app-id", other.appID, "--clear-appcast-url")
+}

@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 29 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 31 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -156,6 +156,10 @@ func TestToolsList(t *testing.T) {
 		"recheck_gate":             {false, false, true, true},
 		"verify_contact_code":      {false, false, false, false},
 		"resend_contact_challenge": {false, false, false, true},
+		// The app's record: a changed appcast URL is read by the scoring
+		// run it queues.
+		"get_app":    {true, false, true, false},
+		"update_app": {false, false, true, true},
 	}
 	for _, tl := range list.Tools {
 		a := tl.Annotations

@@ -79,7 +79,7 @@ var ToolNames = append([]string{
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
 	"resume_campaign", "get_ledger", "get_stats", "request_payout",
 	"start_payout_onboarding", "get_payout_account",
-}, append(append(webhookToolNames, complaintToolNames...), gateToolNames...)...)
+}, append(append(append(webhookToolNames, complaintToolNames...), gateToolNames...), appToolNames...)...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
@@ -103,7 +103,7 @@ func allTools() []*tool {
 				{name: "category", schema: withDesc(schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"},
 					"Optional: the rate-card category key the app's own slots sell inventory in.")},
 				{name: "appcast_url", schema: withDesc(schema{"type": "string", "format": "uri", "minLength": 1, "maxLength": maxURLLength, "pattern": `\S`}, "Optional: absolute https URL of the app's Sparkle-format appcast (as Sparkle, WinSparkle and NetSparkle publish), "+
-					"read for the release-cadence signal. A Windows app needs it to have a cadence at all; a Mac app only when its bundle declares no SUFeedURL. Set at registration only.")},
+					"read for the release-cadence signal. A Windows app needs it to have a cadence at all; a Mac app only when its bundle declares no SUFeedURL. update_app changes it later.")},
 				idempotencyKeyParam(),
 			},
 			output: registerAppResponseSchema(),
@@ -336,7 +336,7 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}, append(append(webhookTools(), complaintTools()...), gateTools()...)...)
+	}, append(append(append(webhookTools(), complaintTools()...), gateTools()...), appTools()...)...)
 }
 
 // topUpWalletNote tells the agent whether top_up can pay over x402 by

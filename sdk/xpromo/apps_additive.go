@@ -72,9 +72,10 @@ type AdminActionRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// AdminApp is an app as operators see it (GET /admin/apps/{app_id} and the
-// answer of every admin app action).
-type AdminApp struct {
+// App is an app's registration and state, as its team reads it (GET
+// /apps/{app_id}, PATCH /apps/{app_id}) and, with its status history, as
+// operators do (AdminApp). It holds nothing secret: no key, no hash.
+type App struct {
 	AppID        string   `json:"app_id"`
 	Name         string   `json:"name"`
 	Platform     Platform `json:"platform"`
@@ -87,11 +88,42 @@ type AdminApp struct {
 	Status    AppStatus `json:"status"`
 	EarnMode  string    `json:"earn_mode"` // cash or credits
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt (additive) is when the app last changed: its status, earn
+	// mode or appcast URL.
+	UpdatedAt time.Time `json:"updated_at"`
+	// AppcastURL (additive) is the app's Sparkle-format appcast, given at
+	// registration or by UpdateApp; null when it has none.
+	AppcastURL *string `json:"appcast_url"`
+}
+
+// AppUpdate is the 200 answer of PATCH /apps/{app_id}: the app after the
+// change, and the scoring job that reads its feed again.
+type AppUpdate struct {
+	App
+	// ScoringJobID is the scoring job that reads the new appcast, due at
+	// once or a minute after the app's last scoring run ended; null when
+	// the request changed nothing. GetJob follows it.
+	ScoringJobID *string `json:"scoring_job_id"`
+}
+
+// UpdateAppRequest is the body of PATCH /apps/{app_id}. AppcastURL is
+// always sent: a URL sets it (String("https://…")), nil sends null and
+// clears it. The registration's other fields cannot be changed
+// (field_not_changeable).
+type UpdateAppRequest struct {
+	AppcastURL *string `json:"appcast_url"`
+}
+
+// String returns a pointer to s, for the pointer fields of params
+// (UpdateAppRequest.AppcastURL), as stripe-go's stripe.String.
+func String(s string) *string { return &s }
+
+// AdminApp is an app as operators see it (GET /admin/apps/{app_id} and the
+// answer of every admin app action): the App and its status history.
+type AdminApp struct {
+	App
 	// StatusHistory lists every status change, oldest first.
 	StatusHistory []StatusChange `json:"status_history"`
-	// AppcastURL (additive) is the appcast URL given at registration; null
-	// when none was given.
-	AppcastURL *string `json:"appcast_url"`
 }
 
 // MarshalJSON emits StatusHistory as [] when nil.

@@ -91,3 +91,34 @@ func (c *Client) ResendContactChallenge(ctx context.Context, appID string, opts 
 	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/apps/%s/contact/resend", appID)}, out, opts)
 	return result(out, err)
 }
+
+// GetApp reads the app's registration and state (GET /v1/apps/{app_id}):
+// its name, platform, bundle id, domain, download URL, contact, category,
+// appcast URL, status and earn mode. Another app's id answers 404
+// not_found, like a missing one.
+func (c *Client) GetApp(ctx context.Context, appID string, opts ...CallOption) (*App, error) {
+	out := new(App)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/apps/%s", appID)}, out, opts)
+	return result(out, err)
+}
+
+// UpdateApp changes the app's appcast URL (PATCH /v1/apps/{app_id}):
+// params.AppcastURL = String(url) sets it, nil clears it. A change queues a
+// scoring run that reads the new feed, due at once or a minute after the
+// last run ended (AppUpdate.ScoringJobID).
+// Refusals: 422 invalid_appcast_url (checked as at registration), and
+// field_not_changeable for the other registration fields; a nil params
+// sends {} (422 missing_field). Sending the same
+// change again is harmless (it changes nothing and queues nothing), so the
+// call needs no Idempotency-Key.
+func (c *Client) UpdateApp(ctx context.Context, appID string, params *UpdateAppRequest, opts ...CallOption) (*AppUpdate, error) {
+	var body any = params
+	if params == nil {
+		// {}, which the server refuses (missing_field): a nil params must
+		// not send appcast_url null and clear the URL.
+		body = struct{}{}
+	}
+	out := new(AppUpdate)
+	_, err := c.call(ctx, request{method: http.MethodPatch, path: pathf("/v1/apps/%s", appID), body: body}, out, opts)
+	return result(out, err)
+}

@@ -64,7 +64,7 @@ type RegisterAppRequest struct {
 	// AppcastURL (additive, optional, uri) is the app's Sparkle-format
 	// appcast (as Sparkle, WinSparkle and NetSparkle publish): the release
 	// cadence source of a Windows app, and of a Mac app whose bundle
-	// declares no SUFeedURL. Set at registration only.
+	// declares no SUFeedURL. Client.UpdateApp changes it later.
 	AppcastURL string `json:"appcast_url,omitempty"`
 }
 

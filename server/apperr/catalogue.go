@@ -50,6 +50,7 @@ const (
 	InvalidEmail         = "invalid_email"
 	InvalidCategory      = "invalid_category"
 	InvalidAppcastURL    = "invalid_appcast_url"
+	FieldNotChangeable   = "field_not_changeable"
 	UnknownCategory      = "unknown_category"
 	BelowMinimum         = "below_minimum"
 	BidBelowFloor        = "bid_below_floor"
@@ -198,7 +199,8 @@ func init() {
 	def(InvalidURL, 422, "A URL field (`download_url`, a webhook endpoint's `url`) is not an absolute `https` (or `http`) URL with a host; a webhook `url` must also have no user name or password, no fragment, and be `https` in live mode.")
 	def(InvalidEmail, 422, "`contact_email` is not a valid email address.")
 	def(InvalidCategory, 422, "`categories` is empty, lists a category twice, has more than 200 entries or an entry that is not a category key; or the `category` of POST /apps is not a lowercase key of 1 to 64 `a-z`, `0-9`, `-` (an empty string included: leave the field out instead).")
-	def(InvalidAppcastURL, 422, "The `appcast_url` of POST /apps is not an absolute `https` (or `http`) URL with a host and no user name or password, of at most 2048 characters (an empty string included: leave the field out instead).")
+	def(InvalidAppcastURL, 422, "The `appcast_url` of POST /apps or PATCH /apps/{app_id} is not an absolute `https` (or `http`) URL with a host and no user name or password, of at most 2048 characters (an empty string included: leave the field out of a registration, send `null` to clear it).")
+	def(FieldNotChangeable, 422, "PATCH /apps/{app_id} names a registration field other than `appcast_url`: `name`, `platform`, `bundle_id`, `domain`, `download_url`, `contact_email` (the vetting gate checked them) and `category` are set at registration only: register the app again with the new value (the message names the field).")
 	def(UnknownCategory, 422, "A category key is not in the rate card.")
 	def(BelowMinimum, 422, "An amount is under its documented minimum: `amount_cents` < 5000 on top-up, `daily_budget_cents` < 1000 on campaigns.")
 	def(BelowMinimum, 409, "On payout: the withdrawable balance is under EUR 50 (5000 cents).")

@@ -112,6 +112,9 @@ type Tx interface {
 	// With lock, the row stays locked until the transaction ends.
 	GetApp(ctx context.Context, id string, lock bool) (a App, ok bool, err error)
 	SetAppStatus(ctx context.Context, id string, status xpromo.AppStatus, at time.Time) error
+	// SetAppAppcastURL sets the app's appcast URL ("" for none) and its
+	// updated_at.
+	SetAppAppcastURL(ctx context.Context, id, url string, at time.Time) error
 	InsertAppStatusChange(ctx context.Context, c StatusChange) error
 	// AppStatusHistory returns the app's status changes, oldest first.
 	AppStatusHistory(ctx context.Context, appID string) ([]StatusChange, error)

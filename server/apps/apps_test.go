@@ -855,3 +855,76 @@ func TestQueueJobSoon(t *testing.T) {
 		assert.Equal(t, clock.Now(), js[1].RunAfter)
 	})
 }
+
+// UpdateAppcastURL: checked as at registration; a change is audited and
+// brings a scoring run forward, at most once a minute after the last run
+// ended; the same URL again writes nothing.
+func TestUpdateAppcastURL(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		svc, clock := newService(s)
+		a, _, _ := register(t, svc)
+		audit := func() []apps.AuditEntry {
+			t.Helper()
+			es, err := svc.Audit(ctx, apps.MaxAuditLimit)
+			require.NoError(t, err)
+			return es
+		}
+
+		for _, bad := range []string{"", "  ", "ftp://example.com/a.xml", "https://u:p@example.com/a.xml", "example.com/a.xml"} {
+			_, _, err := svc.UpdateAppcastURL(ctx, a.ID, &bad)
+			var e *apperr.Error
+			require.ErrorAs(t, err, &e, "%q", bad)
+			assert.Equal(t, apperr.InvalidAppcastURL, e.Code, "%q", bad)
+			assert.Equal(t, "appcast_url", e.Field)
+		}
+		_, _, err := svc.UpdateAppcastURL(ctx, "app_nope", nil)
+		var e *apperr.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, apperr.NotFound, e.Code)
+		assert.Empty(t, audit(), "refusals write nothing")
+
+		// The registration's scoring run ends now.
+		runner := &jobs.Runner[storage.Tx]{Update: s.Update, Now: clock.Now, Holder: "test"}
+		runner.Handle(xpromo.JobScoring, time.Minute, func(context.Context, apps.Job) (jobs.Outcome[storage.Tx], error) {
+			return jobs.Outcome[storage.Tx]{}, nil
+		})
+		n, err := runner.RunDue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+
+		clock.Advance(10 * time.Second)
+		feed := " https://example.com/appcast.xml "
+		got, job, err := svc.UpdateAppcastURL(ctx, a.ID, &feed)
+		require.NoError(t, err)
+		assert.Equal(t, "https://example.com/appcast.xml", got.AppcastURL, "trimmed")
+		assert.Equal(t, clock.Now(), got.UpdatedAt)
+		require.NotNil(t, job)
+		assert.Equal(t, xpromo.JobScoring, job.Kind)
+		assert.Equal(t, t0.Add(apps.RescoreGap), job.RunAfter, "a minute after the last run ended")
+		view, err := svc.AppView(ctx, a.ID)
+		require.NoError(t, err)
+		assert.Equal(t, "https://example.com/appcast.xml", view.App.AppcastURL)
+
+		// The same URL: nothing written, nothing queued.
+		same := "https://example.com/appcast.xml"
+		_, none, err := svc.UpdateAppcastURL(ctx, a.ID, &same)
+		require.NoError(t, err)
+		assert.Nil(t, none)
+		require.Len(t, audit(), 1)
+
+		// Removed: the run already queued is the one, not a second.
+		clock.Advance(time.Hour)
+		got, again, err := svc.UpdateAppcastURL(ctx, a.ID, nil)
+		require.NoError(t, err)
+		assert.Empty(t, got.AppcastURL)
+		require.NotNil(t, again)
+		assert.Equal(t, job.ID, again.ID)
+		es := audit()
+		require.Len(t, es, 2)
+		assert.Equal(t, apps.ActorApp, es[0].Actor)
+		assert.Equal(t, apps.AuditAppcastURL, es[0].Action)
+		assert.Equal(t, a.ID, es[0].Subject)
+		assert.JSONEq(t, `{"from":"https://example.com/appcast.xml","to":null}`, string(es[0].Detail))
+		assert.JSONEq(t, `{"from":null,"to":"https://example.com/appcast.xml"}`, string(es[1].Detail))
+	})
+}

@@ -37,7 +37,7 @@ func fieldErr(code, field, format string, args ...any) error {
 // validate checks p field by field in the order of RegisterAppRequest; the
 // first failure wins. It returns p normalised: surrounding whitespace trimmed,
 // the domain lower-cased.
-func validate(p RegisterParams) (RegisterParams, error) {
+func validate(p RegisterParams) (_ RegisterParams, err error) {
 	appcast := p.AppcastURL
 	for _, f := range []*string{&p.Name, &p.Platform, &p.BundleID, &p.Domain, &p.DownloadURL, &p.ContactEmail, &p.Category, &p.AppcastURL} {
 		*f = strings.TrimSpace(*f)
@@ -66,11 +66,20 @@ func validate(p RegisterParams) (RegisterParams, error) {
 		return p, fieldErr(apperr.InvalidCategory, "category", "category must be a rate-card key: 1 to 64 of a-z, 0-9 and -")
 	}
 	if appcast != "" { // given, even blank: a blank URL is not a URL
-		if err := checkURL(apperr.InvalidAppcastURL, "appcast_url", p.AppcastURL); err != nil {
+		if p.AppcastURL, err = checkAppcastURL(appcast); err != nil {
 			return p, err
 		}
 	}
 	return p, nil
+}
+
+// checkAppcastURL returns a given appcast_url with surrounding whitespace
+// trimmed, or invalid_appcast_url: the rule of download_url, a blank string
+// included. Registration and a later change (UpdateAppcastURL) both check
+// it here.
+func checkAppcastURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	return s, checkURL(apperr.InvalidAppcastURL, "appcast_url", s)
 }
 
 // checkName accepts a display name of at most MaxNameLen characters without

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -11,10 +12,13 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 )
 
-// mountApps: POST /apps, GET /apps/{app_id}/score, key rotation, job lookup,
-// and the admin surface for app status.
+// mountApps: POST /apps, the app's own record (GET and PATCH
+// /apps/{app_id}), GET /apps/{app_id}/score, key rotation, job lookup, and
+// the admin surface for app status.
 func (s *Server) mountApps(public, protected, admin chi.Router) {
 	public.Post("/apps", s.registerApp)
+	protected.Get("/apps/{app_id}", s.getApp)
+	protected.Patch("/apps/{app_id}", s.updateApp)
 	protected.Get("/apps/{app_id}/score", s.getScore)
 	protected.Get("/apps/{app_id}/jobs/{job_id}", s.getJob)
 	protected.Post("/apps/{app_id}/keys/rotate", s.rotateKey)
@@ -41,6 +45,97 @@ func (s *Server) registerApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, xpromo.RegisterAppResponse{AppID: app.ID, APIKey: key, Status: app.Status, ScoringJobID: job.ID})
+}
+
+func (s *Server) getApp(w http.ResponseWriter, r *http.Request) {
+	appID, err := ownApp(r, chi.URLParam(r, "app_id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	a, err := s.services.Apps.App(r.Context(), appID)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wireApp(a))
+}
+
+// updateAppRequest is PATCH /apps/{app_id}'s body as read: raw values, so
+// that an absent appcast_url (missing_field) differs from null (clear it),
+// and so that a registration field is refused by name
+// (field_not_changeable) rather than as an unknown one. Anything else is
+// unknown_field.
+type updateAppRequest struct {
+	AppcastURL json.RawMessage `json:"appcast_url"`
+
+	Name         json.RawMessage `json:"name"`
+	Platform     json.RawMessage `json:"platform"`
+	BundleID     json.RawMessage `json:"bundle_id"`
+	Domain       json.RawMessage `json:"domain"`
+	DownloadURL  json.RawMessage `json:"download_url"`
+	ContactEmail json.RawMessage `json:"contact_email"`
+	Category     json.RawMessage `json:"category"`
+}
+
+// fixed returns the first registration field the body gives, in the order
+// of apps.FixedFields; "" when none.
+func (q *updateAppRequest) fixed() string {
+	given := map[string]json.RawMessage{"name": q.Name, "platform": q.Platform, "bundle_id": q.BundleID, "domain": q.Domain,
+		"download_url": q.DownloadURL, "contact_email": q.ContactEmail, "category": q.Category}
+	for _, f := range apps.FixedFields {
+		if given[f] != nil {
+			return f
+		}
+	}
+	return ""
+}
+
+// updateApp changes the app's appcast URL. No body at all is read as {}:
+// nothing to change is missing_field either way.
+func (s *Server) updateApp(w http.ResponseWriter, r *http.Request) {
+	appID, err := ownApp(r, chi.URLParam(r, "app_id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	var req updateAppRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &req); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+	}
+	if f := req.fixed(); f != "" {
+		s.writeErr(w, r, apps.NotChangeable(f))
+		return
+	}
+	var url *string
+	switch {
+	case req.AppcastURL == nil:
+		e := apperr.New(apperr.MissingField, "appcast_url is required: the new URL, or null to remove it")
+		e.Field = "appcast_url"
+		s.writeErr(w, r, e)
+		return
+	case string(req.AppcastURL) != "null":
+		url = new(string)
+		if json.Unmarshal(req.AppcastURL, url) != nil {
+			e := apperr.New(apperr.InvalidType, "field \"appcast_url\" must be a string or null")
+			e.Field = "appcast_url"
+			s.writeErr(w, r, e)
+			return
+		}
+	}
+	a, job, err := s.services.Apps.UpdateAppcastURL(r.Context(), appID, url)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	out := xpromo.AppUpdate{App: wireApp(a)}
+	if job != nil {
+		out.ScoringJobID = &job.ID
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getScore(w http.ResponseWriter, r *http.Request) {
@@ -138,12 +233,13 @@ func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-func adminApp(v apps.AppView) xpromo.AdminApp {
-	a := v.App
-	out := xpromo.AdminApp{
+// wireApp is the app as its team reads it; adminApp adds the status
+// history for operators.
+func wireApp(a apps.App) xpromo.App {
+	out := xpromo.App{
 		AppID: a.ID, Name: a.Name, Platform: a.Platform, BundleID: a.BundleID, Domain: a.Domain,
 		DownloadURL: a.DownloadURL, ContactEmail: a.ContactEmail, Status: a.Status, EarnMode: string(a.EarnMode),
-		CreatedAt: a.CreatedAt, StatusHistory: make([]xpromo.StatusChange, len(v.History)),
+		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
 	if a.Category != "" {
 		out.Category = &a.Category
@@ -151,6 +247,11 @@ func adminApp(v apps.AppView) xpromo.AdminApp {
 	if a.AppcastURL != "" {
 		out.AppcastURL = &a.AppcastURL
 	}
+	return out
+}
+
+func adminApp(v apps.AppView) xpromo.AdminApp {
+	out := xpromo.AdminApp{App: wireApp(v.App), StatusHistory: make([]xpromo.StatusChange, len(v.History))}
 	for i, c := range v.History {
 		sc := xpromo.StatusChange{To: c.To, Reason: c.Reason, Actor: c.Actor, At: c.At}
 		if c.From != "" {

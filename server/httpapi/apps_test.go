@@ -259,3 +259,120 @@ func TestAppsAdmin(t *testing.T) {
 		}
 	})
 }
+
+// GET /v1/apps/{app_id} reads the app's own record; PATCH changes its
+// appcast URL only, checked as at registration, audited, with a scoring run
+// due at once.
+func TestAppsOwnRecord(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		api := newAppsAPI(t, s)
+		reg := appRequest("Clipper", xpromo.PlatformWin)
+		reg.Category = "productivity"
+		a := api.register(reg)
+		b := api.register(snip())
+		path := "/v1/apps/" + a.AppID
+
+		res := api.do("GET", path, a.APIKey, nil)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.JSONEq(t, `{"app_id":"`+a.AppID+`","name":"Clipper","platform":"win","bundle_id":"com.example.clipper",
+			"domain":"example.com","download_url":"https://example.com/Clipper.zip","contact_email":"dev@example.com",
+			"category":"productivity","appcast_url":null,"status":"pending","earn_mode":"cash",
+			"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z"}`, res.body)
+
+		// Another app's id, for reading and for changing, answers exactly
+		// like a missing one; no key is 401.
+		for _, method := range []string{"GET", "PATCH"} {
+			body := any(nil)
+			if method == "PATCH" {
+				body = map[string]any{"appcast_url": "https://example.com/appcast.xml"}
+			}
+			other := api.do(method, "/v1/apps/"+b.AppID, a.APIKey, body)
+			missing := api.do(method, "/v1/apps/app_doesnotexist", a.APIKey, body)
+			assert.Equal(t, http.StatusNotFound, other.status, method)
+			assert.Equal(t, missing.body, other.body, method)
+			assert.Equal(t, http.StatusUnauthorized, api.do(method, path, "", body).status, method)
+		}
+		assert.Nil(t, api.do("GET", "/v1/apps/"+b.AppID, b.APIKey, nil).json(t)["appcast_url"], "b was not changed")
+
+		// Refusals change nothing.
+		for _, c := range []struct {
+			body any
+			code string
+		}{
+			{map[string]any{}, "missing_field"},
+			{nil, "missing_field"}, // no body at all
+			{map[string]any{"appcast_url": ""}, "invalid_appcast_url"},
+			{map[string]any{"appcast_url": "   "}, "invalid_appcast_url"},
+			{map[string]any{"appcast_url": "ftp://example.com/appcast.xml"}, "invalid_appcast_url"},
+			{map[string]any{"appcast_url": "https://u:p@example.com/appcast.xml"}, "invalid_appcast_url"},
+			{map[string]any{"appcast_url": "https://example.com/" + strings.Repeat("a", 2048)}, "invalid_appcast_url"},
+			{map[string]any{"appcast_url": 7}, "invalid_type"},
+			{map[string]any{"appcast_url": "https://example.com/a.xml", "bundle_id": "com.example.other"}, "field_not_changeable"},
+			{map[string]any{"domain": "example.org"}, "field_not_changeable"},
+			{map[string]any{"category": "games", "appcast_url": nil}, "field_not_changeable"},
+			{map[string]any{"appcast_url": nil, "colour": "blue"}, "unknown_field"},
+		} {
+			res := api.do("PATCH", path, a.APIKey, c.body)
+			assert.Equal(t, http.StatusUnprocessableEntity, res.status, "%v: %s", c.body, res.body)
+			assert.Equal(t, c.code, res.code(t), "%v", c.body)
+		}
+		res = api.do("PATCH", path, a.APIKey, map[string]any{"bundle_id": "x.y"})
+		assert.Contains(t, res.json(t)["error"].(map[string]any)["message"], "bundle_id", "the message names the field")
+		assert.Equal(t, "malformed_json", api.do("PATCH", path, a.APIKey, `{"appcast_url":`).code(t))
+
+		// A change: the app with its new URL, and a scoring job due now.
+		api.clock.Advance(time.Minute)
+		res = api.do("PATCH", path, a.APIKey, map[string]any{"appcast_url": " https://example.com/win/appcast.xml "})
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		var upd xpromo.AppUpdate
+		res.decode(t, &upd)
+		require.NotNil(t, upd.AppcastURL)
+		assert.Equal(t, "https://example.com/win/appcast.xml", *upd.AppcastURL, "trimmed, as at registration")
+		assert.Equal(t, time.Date(2026, 11, 21, 10, 1, 0, 0, time.UTC), upd.UpdatedAt)
+		require.NotNil(t, upd.ScoringJobID)
+		job := api.do("GET", path+"/jobs/"+*upd.ScoringJobID, a.APIKey, nil).json(t)
+		assert.Equal(t, "scoring", job["kind"])
+		assert.Equal(t, "queued", job["status"])
+		assert.Equal(t, "2026-11-21T10:00:00Z", job["run_after"], "the registration's queued run is due already: kept, not doubled")
+		assert.Equal(t, *upd.AppcastURL, *func() *string {
+			var got xpromo.App
+			api.do("GET", path, a.APIKey, nil).decode(t, &got)
+			return got.AppcastURL
+		}())
+
+		// The same URL again changes nothing and queues nothing.
+		res = api.do("PATCH", path, a.APIKey, map[string]any{"appcast_url": "https://example.com/win/appcast.xml"})
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Nil(t, res.json(t)["scoring_job_id"])
+
+		// A suspended app may still fix its feed; null removes it.
+		require.Equal(t, http.StatusOK, api.do("POST", "/v1/admin/apps/"+a.AppID+"/approve", adminToken, nil).status)
+		require.Equal(t, http.StatusOK, api.do("POST", "/v1/admin/apps/"+a.AppID+"/suspend", adminToken, nil).status)
+		api.clock.Advance(time.Minute)
+		res = api.do("PATCH", path, a.APIKey, map[string]any{"appcast_url": nil})
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		m := res.json(t)
+		assert.Nil(t, m["appcast_url"])
+		assert.Equal(t, "suspended", m["status"])
+		assert.NotNil(t, m["scoring_job_id"])
+
+		// The admin view shows the same record; the audit log, both changes.
+		var view xpromo.AdminApp
+		api.do("GET", "/v1/admin/apps/"+a.AppID, adminToken, nil).decode(t, &view)
+		assert.Nil(t, view.AppcastURL)
+		assert.Equal(t, time.Date(2026, 11, 21, 10, 2, 0, 0, time.UTC), view.UpdatedAt)
+		var page xpromo.AuditPage
+		api.do("GET", "/v1/admin/audit", adminToken, nil).decode(t, &page)
+		var changes []xpromo.AuditEntry
+		for _, e := range page.Entries {
+			if e.Action == "app.appcast_url" {
+				changes = append(changes, e)
+			}
+		}
+		require.Len(t, changes, 2)
+		assert.Equal(t, "app", changes[0].Actor)
+		assert.Equal(t, a.AppID, changes[0].Subject)
+		assert.JSONEq(t, `{"from":"https://example.com/win/appcast.xml","to":null}`, string(changes[0].Detail))
+		assert.JSONEq(t, `{"from":null,"to":"https://example.com/win/appcast.xml"}`, string(changes[1].Detail))
+	})
+}

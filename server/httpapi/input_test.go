@@ -383,6 +383,7 @@ func (e *inputEnv) bases(t *testing.T) map[string]bodyBase {
 		// The input app is pending and has traded with nobody: it may
 		// choose its earn mode, not complain (complaint_not_allowed).
 		"set_earn_mode":           {valid: true, fields: []field{{"earn_mode", `"credits"`}}},
+		"update_app":              {valid: true, fields: []field{{"appcast_url", `"https://example.com/appcast.xml"`}}},
 		"create_complaint":        {fields: []field{{"app_id", q(e.app)}, {"reason", `"fraud"`}, {"detail", `"x"`}}},
 		"admin_resolve_complaint": {fields: []field{{"resolution", `"upheld"`}, {"note", `"x"`}}},
 		// No challenge was sent: a well-formed code answers a 409.

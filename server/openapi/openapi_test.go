@@ -135,6 +135,8 @@ type opSpec struct {
 var operations = map[string]opSpec{
 	"register_app":          {"POST", "/v1/apps", true, true},
 	"get_score":             {"GET", "/v1/apps/{app_id}/score", false, false},
+	"get_app":               {"GET", "/v1/apps/{app_id}", false, false},
+	"update_app":            {"PATCH", "/v1/apps/{app_id}", false, true},
 	"get_rate_card":         {"GET", "/v1/rate-card", true, false},
 	"get_network_stats":     {"GET", "/v1/network-stats", true, false},
 	"get_integration_guide": {"GET", "/v1/integration-guide", true, false},
@@ -571,6 +573,9 @@ var wireTypes = map[string]any{
 	"ContactChallenge":      xpromo.ContactChallenge{},
 	"AdminActionRequest":    xpromo.AdminActionRequest{},
 	"AdminApp":              xpromo.AdminApp{},
+	"App":                   xpromo.App{},
+	"AppUpdate":             xpromo.AppUpdate{},
+	"UpdateAppRequest":      xpromo.UpdateAppRequest{},
 	"StatusChange":          xpromo.StatusChange{},
 	"AuditEntry":            xpromo.AuditEntry{},
 	"AuditPage":             xpromo.AuditPage{},
@@ -633,8 +638,7 @@ func schemaNullable(s *openapi3.Schema) bool {
 func compareStruct(t *testing.T, name string, typ reflect.Type, s *openapi3.Schema) {
 	t.Helper()
 	goProps := map[string]bool{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	for _, f := range jsonFields(typ) {
 		tag := f.Tag.Get("json")
 		jname, opts, _ := strings.Cut(tag, ",")
 		if jname == "" || jname == "-" {
@@ -666,6 +670,21 @@ func compareStruct(t *testing.T, name string, typ reflect.Type, s *openapi3.Sche
 			t.Errorf("%s: schema property %q has no Go field", name, p)
 		}
 	}
+}
+
+// jsonFields are the fields encoding/json encodes of typ: those of an
+// embedded struct without a json name (AdminApp's App) in its place.
+func jsonFields(typ reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 func TestSchemasMatchSDKTypes(t *testing.T) {
@@ -760,11 +779,19 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 		{"Job", xpromo.Job{JobID: "job_1", Kind: xpromo.JobGate, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now, Attempts: 2,
 			LastError: &xpromo.JobError{Code: "job_timeout", Message: "the job ran out of its time budget; it will be retried"}}},
 		{"AdminActionRequest", xpromo.AdminActionRequest{}},
-		{"AdminApp", xpromo.AdminApp{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformWin, BundleID: "a.b", Domain: "example.com",
-			DownloadURL: "https://example.com/s.msix", ContactEmail: "dev@example.com", Status: xpromo.AppStatusPending, EarnMode: "cash", CreatedAt: now}},
-		{"AdminApp", xpromo.AdminApp{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "a.b", Domain: "example.com",
-			DownloadURL: "https://example.com/s.zip", ContactEmail: "dev@example.com", Category: &cursor, Status: xpromo.AppStatusApproved, EarnMode: "credits", CreatedAt: now,
+		{"AdminApp", xpromo.AdminApp{App: xpromo.App{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformWin, BundleID: "a.b", Domain: "example.com",
+			DownloadURL: "https://example.com/s.msix", ContactEmail: "dev@example.com", Status: xpromo.AppStatusPending, EarnMode: "cash", CreatedAt: now, UpdatedAt: now}}},
+		{"AdminApp", xpromo.AdminApp{App: xpromo.App{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "a.b", Domain: "example.com",
+			DownloadURL: "https://example.com/s.zip", ContactEmail: "dev@example.com", Category: &cursor, Status: xpromo.AppStatusApproved, EarnMode: "credits", CreatedAt: now, UpdatedAt: now},
 			StatusHistory: []xpromo.StatusChange{{To: xpromo.AppStatusPending, Reason: "registered", Actor: "system", At: now}}}},
+		{"App", xpromo.App{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformWin, BundleID: "a.b", Domain: "example.com",
+			DownloadURL: "https://example.com/s.msix", ContactEmail: "dev@example.com", AppcastURL: xpromo.String("https://example.com/appcast.xml"),
+			Status: xpromo.AppStatusSuspended, EarnMode: "cash", CreatedAt: now, UpdatedAt: now}},
+		{"AppUpdate", xpromo.AppUpdate{App: xpromo.App{AppID: "app_1", Name: "Snip", Platform: xpromo.PlatformWin, BundleID: "a.b", Domain: "example.com",
+			DownloadURL: "https://example.com/s.msix", ContactEmail: "dev@example.com", Status: xpromo.AppStatusLive, EarnMode: "cash", CreatedAt: now, UpdatedAt: now},
+			ScoringJobID: xpromo.String("job_1")}},
+		{"UpdateAppRequest", xpromo.UpdateAppRequest{AppcastURL: xpromo.String("https://example.com/appcast.xml")}},
+		{"UpdateAppRequest", xpromo.UpdateAppRequest{}}, // null: remove it
 		{"AuditPage", xpromo.AuditPage{}},
 		{"AuditPage", xpromo.AuditPage{Entries: []xpromo.AuditEntry{{ID: "aud_1", Actor: "admin", Action: "app.approve", Subject: "app_1", Detail: json.RawMessage(`{"to":"approved"}`), At: now}}}},
 		{"FillRequest", xpromo.FillRequest{AppID: "app_1", Slot: xpromo.SlotAboutWindow, Platform: xpromo.PlatformMac, Signature: "h.p.s"}},
@@ -788,6 +815,9 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 		{"Job", `{"job_id":"j","kind":"email","status":"queued","created_at":"2026-11-21T10:00:00Z","run_after":"2026-11-21T10:00:00Z","finished_at":null,"attempts":0,"last_error":null}`, "kind enum"},
 		{"Job", `{"job_id":"j","kind":"gate","status":"queued","created_at":"2026-11-21T10:00:00Z","run_after":"2026-11-21T10:00:00Z","finished_at":null,"attempts":1,"last_error":{"code":"Not A Code","message":""}}`, "last_error code pattern"},
 		{"AdminActionRequest", `{"reason":"x","note":"y"}`, "unknown field"},
+		{"UpdateAppRequest", `{}`, "appcast_url is required (null removes it)"},
+		{"UpdateAppRequest", `{"appcast_url":"https://example.com/a.xml","bundle_id":"com.example.b"}`, "a registration field"},
+		{"UpdateAppRequest", `{"appcast_url":""}`, "an empty URL"},
 		{"TopUpRequest", `{"amount_cents":4999}`, "below 5000"},
 		{"CreateCampaignRequest", `{"app_id":"a","categories":["c"],"daily_budget_cents":999}`, "below 1000"},
 		{"CreateCampaignRequest", `{"app_id":"a","categories":[],"daily_budget_cents":1000}`, "no category"},

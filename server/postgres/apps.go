@@ -68,6 +68,11 @@ func (t *tx) SetAppStatus(ctx context.Context, id string, status xpromo.AppStatu
 	return wrap(err, "setting an app's status")
 }
 
+func (t *tx) SetAppAppcastURL(ctx context.Context, id, url string, at time.Time) error {
+	_, err := t.exec(ctx, `UPDATE apps SET appcast_url = $1, updated_at = $2 WHERE id = $3`, url, at, id)
+	return wrap(err, "setting an app's appcast URL")
+}
+
 func (t *tx) InsertAppStatusChange(ctx context.Context, c apps.StatusChange) error {
 	var from any
 	if c.From != "" {

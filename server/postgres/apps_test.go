@@ -11,6 +11,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/postgres/pgtest"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/storetest"
 )
 
 // The apps' append-only tables (status history, admin audit, earn mode
@@ -67,4 +68,8 @@ func TestAppsAppendOnlyLayers(t *testing.T) {
 	var history, audit, modes int
 	require.NoError(t, owner.QueryRow(ctx, "SELECT (SELECT count(*) FROM app_status_history), (SELECT count(*) FROM admin_audit), (SELECT count(*) FROM app_earn_mode_changes)").Scan(&history, &audit, &modes))
 	assert.Equal(t, []int{2, 1, 1}, []int{history, audit, modes}, "nothing was changed")
+}
+
+func TestAppsStore(t *testing.T) {
+	storetest.Apps(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
 }

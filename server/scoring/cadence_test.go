@@ -144,3 +144,55 @@ func lastScoringResult(t *testing.T, w *world, appID string) scoring.Result {
 	t.Fatal("no scoring result")
 	return scoring.Result{}
 }
+
+// A team that moves its feed changes appcast_url (PATCH /v1/apps/{app_id},
+// apps.Service.UpdateAppcastURL): the scoring run the change brings forward
+// reads the new feed, and the cadence follows it; removing the URL leaves
+// cadence_no_feed.
+func TestCadenceFollowsAChangedAppcastURL(t *testing.T) {
+	each(t, func(t *testing.T, w *world) {
+		win := winSparkleFeed(t, w.clock.Now)
+		app, _, _, err := w.apps.Register(ctx, apps.RegisterParams{Name: "Clipboard Pro", Platform: "win", BundleID: "com.clipboardpro.app",
+			Domain: "clipboardpro.com", DownloadURL: "https://clipboardpro.com/ClipboardPro.exe", ContactEmail: "team@clipboardpro.com",
+			AppcastURL: win.URL + "/bad.xml"})
+		require.NoError(t, err)
+		w.recordGateWith(app.ID, gate.Evidence{})
+		w.runDue()
+		sc := w.score(app.ID)
+		assert.Equal(t, 0, sc.Reputation.Cadence)
+		assert.Contains(t, sc.Reasons, "cadence_feed_invalid")
+		assert.Equal(t, w.clock.Now().Add(scoring.DefaultPeriod), w.nextScoring(app.ID), "the next run a week on")
+
+		w.clock.Advance(time.Hour)
+		feed := win.URL + "/appcast.xml"
+		changed, job, err := w.apps.UpdateAppcastURL(ctx, app.ID, &feed)
+		require.NoError(t, err)
+		assert.Equal(t, feed, changed.AppcastURL)
+		require.NotNil(t, job)
+		assert.Equal(t, w.clock.Now(), job.RunAfter)
+		assert.Equal(t, w.clock.Now(), w.nextScoring(app.ID), "the weekly run brought forward, not a second one")
+		w.runDue()
+
+		sc = w.score(app.ID)
+		assert.Equal(t, 80, sc.Reputation.Cadence, "6 monthly Windows releases, read from the new feed")
+		assert.NotContains(t, sc.Reasons, "cadence_feed_invalid")
+		res := lastScoringResult(t, w, app.ID)
+		assert.Equal(t, feed, res.Evidence.Cadence.FeedURL)
+		assert.Equal(t, scoring.FeedFromRegistration, res.Evidence.Cadence.FeedSource)
+		for _, j := range w.jobs(app.ID) {
+			if j.ID == job.ID {
+				assert.Equal(t, xpromo.JobSucceeded, j.Status, "the job the change answered is the run that read it")
+			}
+		}
+
+		// Removed: no feed to read.
+		w.clock.Advance(time.Hour)
+		_, job, err = w.apps.UpdateAppcastURL(ctx, app.ID, nil)
+		require.NoError(t, err)
+		require.NotNil(t, job)
+		w.runDue()
+		sc = w.score(app.ID)
+		assert.Equal(t, 0, sc.Reputation.Cadence)
+		assert.Contains(t, sc.Reasons, "cadence_no_feed")
+	})
+}

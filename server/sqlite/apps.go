@@ -62,6 +62,11 @@ func (t *tx) SetAppStatus(ctx context.Context, id string, status xpromo.AppStatu
 	return wrap(err)
 }
 
+func (t *tx) SetAppAppcastURL(ctx context.Context, id, url string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE apps SET appcast_url = ?, updated_at = ? WHERE id = ?`, url, micros(at), id)
+	return wrap(err)
+}
+
 func (t *tx) InsertAppStatusChange(ctx context.Context, c apps.StatusChange) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO app_status_history (app_id, from_status, to_status, reason, actor, at) VALUES (?, ?, ?, ?, ?, ?)`,
 		c.AppID, null(string(c.From)), string(c.To), c.Reason, c.Actor, micros(c.At))

@@ -165,6 +165,17 @@ func TestContract(t *testing.T) {
 		assert.Contains(t, noKey.Header.Get("WWW-Authenticate"), "Bearer")
 		a.expect(401, a.do("GET", "/v1/apps/"+advID+"/score", "xp_test_notakey", nil))
 
+		// The app's own record, and its appcast URL set and removed again.
+		own := a.expect(200, a.do("GET", "/v1/apps/"+advID, advKey, nil)).json(t)
+		assert.Equal(t, advID, own["app_id"])
+		a.expect(404, a.do("GET", "/v1/apps/"+advID, pubKey, nil))
+		assert.Equal(t, "field_not_changeable", a.expect(422, a.do("PATCH", "/v1/apps/"+pubID, pubKey, map[string]any{"domain": "example.org"})).code(t))
+		assert.Equal(t, "invalid_appcast_url", a.expect(422, a.do("PATCH", "/v1/apps/"+pubID, pubKey, map[string]any{"appcast_url": "ftp://example.com/a.xml"})).code(t))
+		a.expect(404, a.do("PATCH", "/v1/apps/"+advID, pubKey, map[string]any{"appcast_url": nil}))
+		changed := a.expect(200, a.do("PATCH", "/v1/apps/"+pubID, pubKey, map[string]any{"appcast_url": "https://appcast.example.com/com.example.pub.xml"})).json(t)
+		assert.NotNil(t, changed["scoring_job_id"])
+		assert.Nil(t, a.expect(200, a.do("PATCH", "/v1/apps/"+pubID, pubKey, map[string]any{"appcast_url": nil})).json(t)["appcast_url"])
+
 		// The operators' surface.
 		a.expect(401, a.do("POST", "/v1/admin/apps/"+advID+"/approve", "wrong", map[string]any{}))
 		a.expect(200, a.do("POST", "/v1/admin/apps/"+advID+"/approve", adminToken, map[string]any{"reason": "reviewed"}))

@@ -559,6 +559,20 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 	sameError("create_complaint", app, map[string]any{"app_id": appID, "reported_app_id": otherID, "reason": "rude"},
 		a.do("POST", "/v1/apps/"+appID+"/complaints", key, map[string]any{"app_id": otherID, "reason": "rude"}))
 	same("list_complaints", map[string]any{"app_id": appID, "limit": 5}, a.do("GET", "/v1/apps/"+appID+"/complaints?limit=5", key, nil))
+	// The app's record: update_app sets and removes the appcast URL; a
+	// repeat (REST first, then the tool) changes nothing either way.
+	same("get_app", map[string]any{"app_id": appID}, a.do("GET", "/v1/apps/"+appID, key, nil))
+	feed := "https://appcast.example.com/" + appID + ".xml"
+	set := ok(t, callTool(t, app, "update_app", map[string]any{"app_id": appID, "appcast_url": feed})).(map[string]any)
+	assert.Equal(t, feed, set["appcast_url"])
+	assert.NotNil(t, set["scoring_job_id"])
+	same("update_app", map[string]any{"app_id": appID, "appcast_url": feed}, a.do("PATCH", "/v1/apps/"+appID, key, map[string]any{"appcast_url": feed}))
+	cleared := ok(t, callTool(t, app, "update_app", map[string]any{"app_id": appID, "appcast_url": nil})).(map[string]any)
+	assert.Nil(t, cleared["appcast_url"])
+	sameError("update_app", app, map[string]any{"app_id": appID, "appcast_url": "ftp://example.com/a.xml"},
+		a.do("PATCH", "/v1/apps/"+appID, key, map[string]any{"appcast_url": "ftp://example.com/a.xml"}))
+	sameError("update_app", app, map[string]any{"app_id": appID, "domain": "example.org"}, a.do("PATCH", "/v1/apps/"+appID, key, map[string]any{"domain": "example.org"}))
+	sameError("update_app", app, map[string]any{"app_id": appID}, a.do("PATCH", "/v1/apps/"+appID, key, map[string]any{}))
 
 	// Errors the API finds come back exactly as the REST error body.
 	sameError("create_campaign", app, merge(campaign, "max_bid_cents", 1), a.do("POST", "/v1/campaigns", key, merge(campaign, "max_bid_cents", 1)))
@@ -581,6 +595,8 @@ func parity(t *testing.T, a *api, connect func(key string) *client.Client, sessi
 		"set_earn_mode":           {"app_id": otherID, "earn_mode": "cash"},
 		"create_complaint":        {"app_id": otherID, "reported_app_id": appID, "reason": "fraud"},
 		"list_complaints":         {"app_id": otherID},
+		"get_app":                 {"app_id": otherID},
+		"update_app":              {"app_id": otherID, "appcast_url": nil},
 	} {
 		e := failed(t, callTool(t, app, tool, args))
 		assert.Equal(t, "not_found", e["code"], tool)
