@@ -306,11 +306,7 @@ func readFacts(ctx context.Context, tx Tx, appID string) (facts, error) {
 // floor is the highest current floor among categories on the app's
 // platform.
 func (f facts) floor(categories []string) int64 {
-	var floor int64
-	for _, k := range categories {
-		floor = max(floor, f.floors[k][f.platform].FloorCents)
-	}
-	return floor
+	return highestFloor(f.floors, categories, f.platform)
 }
 
 // explain is the rule of Status and Explain on facts already read.
@@ -354,9 +350,15 @@ func campaignFloor(ctx context.Context, tx Tx, categories []string, platform xpr
 	if err != nil {
 		return 0, err
 	}
+	return highestFloor(current, categories, platform), nil
+}
+
+// highestFloor is a campaign's floor: the highest of the current floors of
+// its categories on its app's platform (0 when none has a floor).
+func highestFloor(current map[string]map[xpromo.Platform]Floor, categories []string, platform xpromo.Platform) int64 {
 	var floor int64
 	for _, k := range categories {
 		floor = max(floor, current[k][platform].FloorCents)
 	}
-	return floor, nil
+	return floor
 }
