@@ -30,10 +30,10 @@ func TestExitCodes(t *testing.T) {
 		e.fails(cli.ExitUsage, "usage", "apps")
 		e.fails(cli.ExitUsage, "usage", "rate-card", "--no-such-flag")
 		e.fails(cli.ExitUsage, "usage", "rate-card", "extra")
-		e.fails(cli.ExitUsage, "usage", "topup")                               // --amount-cents missing
-		e.fails(cli.ExitUsage, "usage", "topup", "--amount-cents", "fifty")    // not an integer
-		e.fails(cli.ExitUsage, "usage", "campaigns", "pause")                  // <campaign_id> missing
-		e.fails(cli.ExitUsage, "usage", "campaigns", "update", "cmp_1")        // nothing to change
+		e.fails(cli.ExitUsage, "usage", "topup")                            // --amount-cents missing
+		e.fails(cli.ExitUsage, "usage", "topup", "--amount-cents", "fifty") // not an integer
+		e.fails(cli.ExitUsage, "usage", "campaigns", "pause")               // <campaign_id> missing
+		e.fails(cli.ExitUsage, "usage", "campaigns", "update", "cmp_1")     // nothing to change
 		e.fails(cli.ExitUsage, "usage", "campaigns", "update", "cmp_1", "--max-bid-cents", "500", "--floor-price")
 		e.fails(cli.ExitUsage, "usage", "ledger", "--format", "xml")           // not a format
 		e.fails(cli.ExitUsage, "usage", "ledger", "--format", "csv", "--json") // disagree
