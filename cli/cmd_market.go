@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -114,11 +115,111 @@ with --json it is printed as one JSON string.`,
 }
 
 func (r *runner) campaignsCommand() *cobra.Command {
-	return group("campaigns", "create, pause and resume campaigns buying cleared installs",
+	return group("campaigns", "create, list, show, change, pause and resume campaigns buying cleared installs",
 		r.campaignsCreateCommand(),
+		r.campaignsListCommand(),
+		r.campaignActionCommand("show", "a campaign: settings, status, today's spend (GET /v1/campaigns/{campaign_id})", (*xpromo.Client).GetCampaign),
+		r.campaignsUpdateCommand(),
 		r.campaignActionCommand("pause", "pause a campaign (POST /v1/campaigns/{campaign_id}/pause)", (*xpromo.Client).PauseCampaign),
 		r.campaignActionCommand("resume", "resume a paused campaign (POST /v1/campaigns/{campaign_id}/resume)", (*xpromo.Client).ResumeCampaign),
 	)
+}
+
+func (r *runner) campaignsListCommand() *cobra.Command {
+	var p xpromo.CampaignListParams
+	var status string
+	cmd := &cobra.Command{
+		Use:   "list [--status throttled|active|paused]",
+		Short: "the app's campaigns, newest first, every page (GET /v1/campaigns)",
+		Long: `Lists the campaigns of the API key's app, newest first, following the API's
+pages. --json prints one {"campaigns": [...]} document, the campaigns as the API
+sends them.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := r.keyClient()
+			if err != nil {
+				return err
+			}
+			p.Status = xpromo.CampaignStatus(status)
+			var all []xpromo.Campaign
+			for cmp, err := range c.Campaigns(cmd.Context(), &p) {
+				if err != nil {
+					return err
+				}
+				all = append(all, cmp)
+			}
+			if r.g.json {
+				raw, err := json.Marshal(xpromo.CampaignPage{Campaigns: all}) // the wire type the server encodes
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(r.env.Stdout, "%s\n", raw)
+				return err
+			}
+			if len(all) == 0 {
+				_, err := fmt.Fprintln(r.env.Stdout, "no campaigns")
+				return err
+			}
+			t := newTable(r.env.Stdout)
+			t.row("CAMPAIGN_ID", "STATUS", "CATEGORIES", "DAILY_BUDGET", "SPENT_TODAY", "FLOOR", "MAX_BID")
+			for _, cmp := range all {
+				t.row(cmp.CampaignID, string(cmp.Status), strings.Join(cmp.Categories, ","), eur(cmp.DailyBudgetCents),
+					eur(cmp.SpentTodayCents), eur(cmp.FloorCents), eurPtr(cmp.MaxBidCents, "floor"))
+			}
+			return t.flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "only campaigns in this status: throttled, active or paused")
+	f.IntVar(&p.Limit, "limit", xpromo.MaxCampaignLimit, "campaigns per page requested (the API's limit, 1-1000); every page is read")
+	return cmd
+}
+
+func (r *runner) campaignsUpdateCommand() *cobra.Command {
+	var req xpromo.UpdateCampaignRequest
+	var budget, maxBid int64
+	cmd := &cobra.Command{
+		Use:   "update <campaign_id> [--daily-budget-cents N] [--max-bid-cents N | --floor-price] [--categories a,b]",
+		Short: "change a campaign's budget, bid or categories (PATCH /v1/campaigns/{campaign_id})",
+		Long: `Changes what is given and keeps the rest. The next fills and install claims use
+the change at once; offers already made keep their price. --floor-price makes the
+campaign buy at its floor (max_bid null). A daily budget under what the campaign
+spent today stops it until the next UTC day; the spend stands.`,
+		Args: exactArgs("<campaign_id>"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			if fl.Changed("max-bid-cents") && req.FloorPrice {
+				return usageErr("--max-bid-cents and --floor-price exclude each other")
+			}
+			if !fl.Changed("daily-budget-cents") && !fl.Changed("max-bid-cents") && !req.FloorPrice && !fl.Changed("categories") {
+				return usageErr("nothing to change: give --daily-budget-cents, --max-bid-cents, --floor-price or --categories")
+			}
+			if fl.Changed("daily-budget-cents") {
+				req.DailyBudgetCents = &budget
+			}
+			if fl.Changed("max-bid-cents") {
+				req.MaxBidCents = &maxBid
+			}
+			if fl.Changed("categories") && req.Categories == nil {
+				req.Categories = []string{} // --categories "": the API says why that is refused
+			}
+			c, err := r.keyClient()
+			if err != nil {
+				return err
+			}
+			cmp, err := c.UpdateCampaign(cmd.Context(), args[0], &req)
+			if err != nil {
+				return err
+			}
+			return r.printCampaign(cmp)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&budget, "daily-budget-cents", 0, "new daily budget in cents (at least 1000)")
+	f.Int64Var(&maxBid, "max-bid-cents", 0, "new most paid per cleared install, in cents (at or above the floor)")
+	f.BoolVar(&req.FloorPrice, "floor-price", false, "buy at the floor: no maximum bid")
+	f.StringSliceVar(&req.Categories, "categories", nil, "rate-card category keys that replace the campaign's, comma-separated")
+	return cmd
 }
 
 func (r *runner) campaignsCreateCommand() *cobra.Command {
@@ -186,7 +287,9 @@ func (r *runner) printCampaign(cmp *xpromo.Campaign) error {
 	return kv(r.env.Stdout,
 		[2]string{"campaign_id", cmp.CampaignID},
 		[2]string{"status", campaignStatus(cmp)},
+		[2]string{"categories", strings.Join(cmp.Categories, ",")},
 		[2]string{"daily_budget", eur(cmp.DailyBudgetCents)},
+		[2]string{"spent_today", eur(cmp.SpentTodayCents)},
 		[2]string{"floor", eur(cmp.FloorCents)},
 		[2]string{"max_bid", eurPtr(cmp.MaxBidCents, "- (buys at the floor)")},
 	)

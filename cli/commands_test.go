@@ -92,6 +92,20 @@ func TestCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(cj.stdout), &cmp))
 	golden(t, n, "campaigns-pause", e.ok("campaigns", "pause", cmp.CampaignID).stdout)
 	golden(t, n, "campaigns-resume.json", e.ok("campaigns", "resume", cmp.CampaignID, "--json").stdout)
+	golden(t, n, "campaigns-show", e.ok("campaigns", "show", cmp.CampaignID).stdout)
+	golden(t, n, "campaigns-update", e.ok("campaigns", "update", cmp.CampaignID, "--daily-budget-cents", "3000", "--max-bid-cents", "650", "--categories", "utilities,productivity").stdout)
+	golden(t, n, "campaigns-update-floor.json", e.ok("campaigns", "update", cmp.CampaignID, "--floor-price", "--json").stdout)
+	// Every campaign, newest first (both were made at the server's fixed
+	// instant, so their order is by id: compared as a set).
+	var listed xpromo.CampaignPage
+	require.NoError(t, json.Unmarshal([]byte(e.ok("campaigns", "list", "--json", "--limit", "1").stdout), &listed))
+	require.Len(t, listed.Campaigns, 2, "read a page at a time")
+	assert.Contains(t, []string{listed.Campaigns[0].CampaignID, listed.Campaigns[1].CampaignID}, cmp.CampaignID)
+	assert.Nil(t, listed.NextCursor)
+	table := e.ok("campaigns", "list", "--status", "throttled").stdout
+	assert.Contains(t, table, "CAMPAIGN_ID")
+	assert.Equal(t, 3, strings.Count(table, "\n"), "a header and two campaigns:\n%s", table)
+	assert.Equal(t, "no campaigns\n", e.ok("campaigns", "list", "--status", "active").stdout)
 
 	// Ledger in three formats, every page (one line a page).
 	golden(t, n, "ledger", e.ok("ledger", "--limit", "1").stdout)

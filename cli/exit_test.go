@@ -30,9 +30,11 @@ func TestExitCodes(t *testing.T) {
 		e.fails(cli.ExitUsage, "usage", "apps")
 		e.fails(cli.ExitUsage, "usage", "rate-card", "--no-such-flag")
 		e.fails(cli.ExitUsage, "usage", "rate-card", "extra")
-		e.fails(cli.ExitUsage, "usage", "topup")                               // --amount-cents missing
-		e.fails(cli.ExitUsage, "usage", "topup", "--amount-cents", "fifty")    // not an integer
-		e.fails(cli.ExitUsage, "usage", "campaigns", "pause")                  // <campaign_id> missing
+		e.fails(cli.ExitUsage, "usage", "topup")                            // --amount-cents missing
+		e.fails(cli.ExitUsage, "usage", "topup", "--amount-cents", "fifty") // not an integer
+		e.fails(cli.ExitUsage, "usage", "campaigns", "pause")               // <campaign_id> missing
+		e.fails(cli.ExitUsage, "usage", "campaigns", "update", "cmp_1")     // nothing to change
+		e.fails(cli.ExitUsage, "usage", "campaigns", "update", "cmp_1", "--max-bid-cents", "500", "--floor-price")
 		e.fails(cli.ExitUsage, "usage", "ledger", "--format", "xml")           // not a format
 		e.fails(cli.ExitUsage, "usage", "ledger", "--format", "csv", "--json") // disagree
 		e.fails(cli.ExitUsage, "usage", "topup", "--amount-cents", "5000", "--x402", "--complete")
@@ -58,6 +60,8 @@ func TestExitCodes(t *testing.T) {
 	})
 	t.Run("not found", func(t *testing.T) {
 		e.fails(cli.ExitNotFound, "not_found", "campaigns", "pause", "cmp_00000000000000000000000000")
+		e.fails(cli.ExitNotFound, "not_found", "campaigns", "show", "cmp_00000000000000000000000000")
+		e.fails(cli.ExitNotFound, "not_found", "campaigns", "update", "cmp_00000000000000000000000000", "--floor-price")
 		other := e.register("other", "Other", "com.example.other")
 		e.fails(cli.ExitNotFound, "not_found", "apps", "score", "--app-id", other.appID) // another app's id
 		e.fails(cli.ExitNotFound, "not_found", "admin", "approve", "app_00000000000000000000000000")
@@ -69,6 +73,7 @@ func TestExitCodes(t *testing.T) {
 		e.fails(cli.ExitValidation, "invalid_period", "stats", "--period", "forever")
 		e.fails(cli.ExitValidation, "invalid_date", "ledger", "--from", "yesterday")
 		e.fails(cli.ExitValidation, "bid_below_floor", "campaigns", "create", "--categories", "productivity", "--daily-budget-cents", "5000", "--max-bid-cents", "1")
+		e.fails(cli.ExitValidation, "invalid_campaign_status", "campaigns", "list", "--status", "running")
 		e.fails(cli.ExitValidation, "invalid_idempotency_key", "payout", "--idempotency-key", "tab\there")
 	})
 	t.Run("conflict", func(t *testing.T) {

@@ -16,6 +16,7 @@ func campaignChecks() []Check {
 		{"daily_budget_cents under 1000 answers 422 below_minimum", checkBudgetMinimum},
 		{"categories must be on the rate card", checkCampaignCategories},
 		{"pause and resume", checkPauseResume},
+		{"read back, list and change a campaign (additive)", checkCampaignReadAndChange},
 	}
 }
 
@@ -161,4 +162,49 @@ func checkPauseResume(c *C) {
 	}
 	_, err = a.Client.PauseCampaign(ctx, missingLike(camp.CampaignID))
 	c.ExpectError(err, http.StatusNotFound, "not_found", "pausing a missing campaign")
+}
+
+// checkCampaignReadAndChange: the additive GET /campaigns/{id}, GET
+// /campaigns and PATCH /campaigns/{id} (docs/marketplace.md, "Reading and
+// changing a campaign").
+func checkCampaignReadAndChange(c *C) {
+	a := c.NewApp()
+	ctx := c.Ctx()
+	camp := createCampaign(c, a, nil)
+	got, err := a.Client.GetCampaign(ctx, camp.CampaignID)
+	c.NoError(err, "GET /campaigns/{campaign_id}")
+	if got.CampaignID != camp.CampaignID || got.DailyBudgetCents != camp.DailyBudgetCents || got.FloorCents != camp.FloorCents {
+		c.Errorf("GET answered %+v, want the campaign created, %+v", got, camp)
+	}
+	_, err = a.Client.GetCampaign(ctx, missingLike(camp.CampaignID))
+	c.ExpectError(err, http.StatusNotFound, "not_found", "reading a missing campaign")
+
+	newer := createCampaign(c, a, nil)
+	var listed []string
+	for cmp, err := range a.Client.Campaigns(ctx, &xpromo.CampaignListParams{Limit: 1}) {
+		c.NoError(err, "GET /campaigns")
+		listed = append(listed, cmp.CampaignID)
+	}
+	if len(listed) != 2 || listed[0] != newer.CampaignID || listed[1] != camp.CampaignID {
+		c.Errorf("GET /campaigns, a page at a time, listed %v, want newest first [%s %s]", listed, newer.CampaignID, camp.CampaignID)
+	}
+	_, err = a.Client.ListCampaigns(ctx, &xpromo.CampaignListParams{Status: "running"})
+	c.ExpectError(err, 422, "invalid_campaign_status", "listing by an unknown status")
+
+	budget, bid := int64(2500), camp.FloorCents+25
+	ch, err := a.Client.UpdateCampaign(ctx, camp.CampaignID, &xpromo.UpdateCampaignRequest{DailyBudgetCents: &budget, MaxBidCents: &bid})
+	c.NoError(err, "PATCH /campaigns/{campaign_id}")
+	if ch.DailyBudgetCents != budget || ch.MaxBidCents == nil || *ch.MaxBidCents != bid {
+		c.Errorf("PATCH answered budget %d, bid %v; want %d, %d", ch.DailyBudgetCents, ch.MaxBidCents, budget, bid)
+	}
+	ch, err = a.Client.UpdateCampaign(ctx, camp.CampaignID, &xpromo.UpdateCampaignRequest{FloorPrice: true})
+	c.NoError(err, "PATCH max_bid_cents null")
+	if ch.MaxBidCents != nil || ch.DailyBudgetCents != budget {
+		c.Errorf("after max_bid_cents null: bid %v, budget %d; want null, %d", ch.MaxBidCents, ch.DailyBudgetCents, budget)
+	}
+	low := camp.FloorCents - 1
+	_, err = a.Client.UpdateCampaign(ctx, camp.CampaignID, &xpromo.UpdateCampaignRequest{MaxBidCents: &low})
+	c.ExpectError(err, 422, "bid_below_floor", "changing the bid to under the floor")
+	_, err = a.Client.UpdateCampaign(ctx, camp.CampaignID, &xpromo.UpdateCampaignRequest{})
+	c.ExpectError(err, 422, "missing_field", "a change of nothing")
 }

@@ -3,7 +3,8 @@
 // (register_app, get_score, get_rate_card, get_network_stats,
 // get_integration_guide, top_up, create_campaign, pause_campaign,
 // resume_campaign, get_ledger, get_stats, request_payout), plus additive ones
-// (start_payout_onboarding, get_payout_account, the webhook tools). Each tool calls
+// (list_campaigns, get_campaign, update_campaign, start_payout_onboarding,
+// get_payout_account, the webhook tools). Each tool calls
 // the REST API through the Go SDK client (sdk/xpromo), so the server fronts
 // any conformant xpromo server.
 //

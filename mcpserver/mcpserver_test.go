@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 31 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 34 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -131,6 +131,9 @@ func TestToolsList(t *testing.T) {
 		"create_campaign":       {false, false, false, false},
 		"pause_campaign":        {false, false, true, false},
 		"resume_campaign":       {false, false, true, false},
+		"list_campaigns":        {true, false, true, false},
+		"get_campaign":          {true, false, true, false},
+		"update_campaign":       {false, false, true, false},
 		"get_ledger":            {true, false, true, false},
 		"get_stats":             {true, false, true, false},
 		"request_payout":        {false, true, false, true},

@@ -74,7 +74,7 @@ On a tool error, act on error.code, never on the message; retry_after says when 
 2. Read get_score: campaigns of a pending app are accepted but deliver nothing until the app is approved (status_reason app_pending).
 3. Read get_ledger for the balance (balance_after of the last line; follow next_cursor to the last page). If it is short, call top_up with amount_cents (at least 5000, euro cents) and an idempotency_key. Give me the checkout_url to pay; the wallet is credited with a topup line once paid (read get_ledger again). A machine payer can set prefer_x402 and answer the x402 challenge with payment instead.
 4. Call create_campaign with app_id, categories, daily_budget_cents (at least 1000) and an idempotency_key; max_bid_cents only if I want to bid above the floor (below it is bid_below_floor). It starts throttled: status_reason says why.
-5. pause_campaign and resume_campaign stop and restart it. Report campaign_id, status and status_reason.`)
+5. pause_campaign and resume_campaign stop and restart it; update_campaign changes its daily budget, bid or categories, and list_campaigns shows every campaign with spent_today_cents. Report campaign_id, status and status_reason.`)
 				return b.String()
 			},
 		},

@@ -16,9 +16,9 @@ import (
 )
 
 // Resources are the REST API's readable documents, under xpromo:// URIs,
-// each read with the caller's credentials as the tools are. Only what the
-// API serves: there is no list of a key's campaigns or chains, so there is
-// no resource for them (a chain is readable by its id).
+// each read with the caller's credentials as the tools are. Only documents:
+// a key's campaigns are read with list_campaigns and get_campaign, and a
+// chain by its id, so there is no resource for them.
 
 const (
 	uriGuide        = "xpromo://integration-guide"

@@ -327,7 +327,23 @@ func campaignSchema() schema {
 			"Why a campaign that is not paused is not active: app_pending (nothing is delivered until the app is approved), app_rejected and app_suspended (nothing is delivered), app_not_live (delivery within the app's daily cap), wallet_below_floor (nothing until a top-up covers the floor), activating (active within seconds). Null when active or paused."),
 		"floor_cents":   cents(1, maxFloorCents, "Published floor of the campaign (the highest floor among its categories for its app's platform); never rises."),
 		"max_bid_cents": withDesc(schema{"type": []any{"integer", "null"}, "format": "int64", "minimum": 1, "maximum": maxCents}, "Null for a floor-price campaign."),
+		"app_id":        str(maxIDLength, "The advertiser app whose installs it buys."),
+		"categories": withDesc(schema{"type": "array", "minItems": 1, "maxItems": 200, "items": schema{"type": "string", "minLength": 1, "maxLength": 64}},
+			"The rate-card category keys it buys."),
+		"spent_today_cents": withDesc(schema{"type": "integer", "format": "int64", "minimum": 0},
+			"What it committed in the current UTC day (installs claimed today and not refunded), against daily_budget_cents."),
+		"created_at": dateTime(""),
+		"updated_at": dateTime("The last change of its settings or status."),
 	})
+}
+
+func campaignPageSchema() schema {
+	s := object("One page of the app's campaigns, newest first.", []string{"campaigns"}, schema{
+		"campaigns":   array(campaignSchema(), 1000, "Newest first."),
+		"next_cursor": str(256, "Present when older campaigns exist: call list_campaigns again with cursor set to it. Absent on the last page."),
+	})
+	s["additionalProperties"] = false
+	return s
 }
 
 // campaignAnswerSchema is a Campaign whose status is narrowed by status

@@ -22,8 +22,8 @@ const codeInvalidType = "invalid_type"
 //     request_payout is: it sends money out of the wallet. Pausing a
 //     campaign is not: resume_campaign restores it and nothing is lost.
 //   - idempotent: calling it again with the same arguments has no further
-//     effect. The reads are; so are pause and resume (pausing a paused
-//     campaign changes nothing). register_app, top_up, create_campaign and
+//     effect. The reads are; so are pause, resume and update_campaign
+//     (pausing a paused campaign changes nothing; an update sets values). register_app, top_up, create_campaign and
 //     request_payout act anew on each call (each of them takes an
 //     idempotency_key argument for safe retries).
 //   - openWorld: it reaches beyond the xpromo service. top_up (a payment
@@ -77,7 +77,8 @@ func (t *tool) definition() mcp.Tool {
 var ToolNames = append([]string{
 	"register_app", "get_score", "get_rate_card", "get_network_stats",
 	"get_integration_guide", "top_up", "create_campaign", "pause_campaign",
-	"resume_campaign", "get_ledger", "get_stats", "request_payout",
+	"resume_campaign", "list_campaigns", "get_campaign", "update_campaign",
+	"get_ledger", "get_stats", "request_payout",
 	"start_payout_onboarding", "get_payout_account",
 }, append(append(append(webhookToolNames, complaintToolNames...), gateToolNames...), appToolNames...)...)
 
@@ -251,6 +252,67 @@ func allTools() []*tool {
 			hints:       reversible,
 			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
 				out, err := c.ResumeCampaign(ctx, a.str("campaign_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:  "list_campaigns",
+			title: "List the app's campaigns",
+			description: "Read one page of the caller's app's campaigns, newest first (GET /v1/campaigns): each with its categories, daily budget, floor, maximum bid (null: buys at the floor), status and status_reason, and spent_today_cents (what it committed in the current UTC day, against its daily budget). " +
+				"When older campaigns exist the page has next_cursor: call again with cursor set to it (and the same status)." + keyNote,
+			params: []param{
+				{name: "status", in: inQuery, schema: func() schema {
+					s := enum("Optional: only the campaigns in this status.", "throttled", "active", "paused")
+					s["maxLength"] = 16
+					return s
+				}()},
+				{name: "limit", in: inQuery, schema: withDesc(
+					schema{"type": "integer", "minimum": 1, "maximum": xpromo.MaxCampaignLimit, "default": xpromo.DefaultCampaignLimit},
+					"Optional: campaigns per page, 1 to 1000 (100 when omitted).")},
+				{name: "cursor", in: inQuery, schema: nonEmpty(256, "Optional: next_cursor of the previous page.")},
+			},
+			output: campaignPageSchema(),
+			hints:  read,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out := new(xpromo.CampaignPage)
+				err := c.Do(ctx, http.MethodGet, "/v1/campaigns?"+a.query().Encode(), nil, out, opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:        "get_campaign",
+			title:       "Read a campaign",
+			description: "Read one campaign of the caller's app (GET /v1/campaigns/{campaign_id}): its settings, status and status_reason, and spent_today_cents against its daily budget." + keyNote,
+			params:      []param{campaignIDParam()},
+			output:      campaignSchema(),
+			hints:       read,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetCampaign(ctx, a.str("campaign_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
+		{
+			name:  "update_campaign",
+			title: "Change a campaign",
+			description: "Change a campaign of the caller's app (PATCH /v1/campaigns/{campaign_id}): give any of daily_budget_cents (at least 1000), max_bid_cents (at or above the campaign's floor, else bid_below_floor; null to buy at the floor) and categories (replaces them; the floor follows). What is not given stays; giving nothing answers missing_field. " +
+				"The next fills and install claims use the change at once; offers already made keep their price. A daily budget below spent_today_cents stops the campaign until the next UTC day (what it spent stands). A paused campaign stays paused." + keyNote,
+			params: []param{
+				campaignIDParam(),
+				{name: "daily_budget_cents", schema: withDesc(
+					schema{"type": "integer", "format": "int64", "minimum": xpromo.MinDailyBudgetCents, "maximum": maxCents},
+					"Optional: the new daily budget in euro cents, at least 1000; it applies to the current UTC day.")},
+				{name: "max_bid_cents", schema: withDesc(schema{"type": []any{"integer", "null"}, "format": "int64", "minimum": 1, "maximum": maxCents},
+					"Optional: the new most paid per cleared install, in cents, at or above the campaign's floor; null makes it buy at the floor.")},
+				{name: "categories",
+					schema: withDesc(schema{"type": "array", "minItems": 1, "maxItems": 200,
+						"items": schema{"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]{1,64}$"}},
+						"Optional: the category keys (get_rate_card) it buys instead, each once.")},
+			},
+			output: campaignSchema(),
+			hints:  reversible,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out := new(xpromo.Campaign)
+				err := c.Do(ctx, http.MethodPatch, "/v1/campaigns/"+url.PathEscape(a.str("campaign_id")), a.body(), out, opts...)
 				return answer{value: out}, err
 			},
 		},

@@ -3,8 +3,10 @@ package xpromo
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"net/url"
+	"strconv"
 )
 
 // GetRateCard reads the rate card: categories and floors, take rate, credit
@@ -70,6 +72,86 @@ func (c *Client) PauseCampaign(ctx context.Context, campaignID string, opts ...C
 func (c *Client) ResumeCampaign(ctx context.Context, campaignID string, opts ...CallOption) (*Campaign, error) {
 	out := new(Campaign)
 	_, err := c.call(ctx, request{method: http.MethodPost, path: pathf("/v1/campaigns/%s/resume", campaignID)}, out, opts)
+	return result(out, err)
+}
+
+// GetCampaign reads a campaign of the caller's app (GET
+// /v1/campaigns/{campaign_id}).
+//
+// Refusals: 404 not_found, for a missing campaign and for another app's
+// alike.
+func (c *Client) GetCampaign(ctx context.Context, campaignID string, opts ...CallOption) (*Campaign, error) {
+	out := new(Campaign)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: pathf("/v1/campaigns/%s", campaignID)}, out, opts)
+	return result(out, err)
+}
+
+// ListCampaigns reads one page of the caller's app's campaigns, newest
+// first (GET /v1/campaigns). When older campaigns exist the page's
+// NextCursor is set: pass it back as params.Cursor. params may be nil.
+// Campaigns walks every page.
+//
+// Refusals: 422 invalid_campaign_status, invalid_limit, invalid_cursor.
+func (c *Client) ListCampaigns(ctx context.Context, params *CampaignListParams, opts ...CallOption) (*CampaignPage, error) {
+	q := url.Values{}
+	if p := params; p != nil {
+		if p.Status != "" {
+			q.Set("status", string(p.Status))
+		}
+		if p.Limit != 0 {
+			q.Set("limit", strconv.Itoa(p.Limit))
+		}
+		if p.Cursor != "" {
+			q.Set("cursor", p.Cursor)
+		}
+	}
+	out := new(CampaignPage)
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/campaigns", query: q}, out, opts)
+	return result(out, err)
+}
+
+// Campaigns iterates over the caller's app's campaigns, newest first, from
+// params.Cursor on (nil params: every campaign), fetching page after page of
+// params.Limit. An error ends the iteration, yielded with a zero campaign:
+//
+//	for cmp, err := range c.Campaigns(ctx, &xpromo.CampaignListParams{Status: xpromo.CampaignStatusActive}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(cmp.CampaignID, cmp.SpentTodayCents, cmp.DailyBudgetCents)
+//	}
+func (c *Client) Campaigns(ctx context.Context, params *CampaignListParams, opts ...CallOption) iter.Seq2[Campaign, error] {
+	var p CampaignListParams
+	if params != nil {
+		p = *params
+	}
+	return paginate(p.Cursor, "campaigns", func(cursor string) ([]Campaign, string, bool, error) {
+		p := p
+		p.Cursor = cursor
+		page, err := c.ListCampaigns(ctx, &p, opts...)
+		if err != nil {
+			return nil, "", false, err
+		}
+		next := ""
+		if page.NextCursor != nil {
+			next = *page.NextCursor
+		}
+		return page.Campaigns, next, next != "", nil
+	})
+}
+
+// UpdateCampaign changes a campaign of the caller's app (PATCH
+// /v1/campaigns/{campaign_id}): its daily budget, its maximum bid (or makes
+// it a floor buyer, with params.FloorPrice) and its categories; the fields
+// left unset stay. The change reaches delivery at once: the next fills bid
+// and are budgeted with it. It returns the campaign.
+//
+// Refusals: 422 missing_field (nothing to change), below_minimum,
+// invalid_amount, bid_below_floor, invalid_category, unknown_category,
+// unknown_field; 404 not_found.
+func (c *Client) UpdateCampaign(ctx context.Context, campaignID string, params *UpdateCampaignRequest, opts ...CallOption) (*Campaign, error) {
+	out := new(Campaign)
+	_, err := c.call(ctx, request{method: http.MethodPatch, path: pathf("/v1/campaigns/%s", campaignID), body: nonNil(params)}, out, opts)
 	return result(out, err)
 }
 

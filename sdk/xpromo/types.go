@@ -160,8 +160,10 @@ func (r CreateCampaignRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(r))
 }
 
-// Campaign is the answer of POST /campaigns (201, status `throttled`) and of
-// POST /campaigns/{campaign_id}/pause and /resume (200).
+// Campaign is the answer of POST /campaigns (201, status `throttled`), of
+// POST /campaigns/{campaign_id}/pause and /resume (200), and of the additive
+// GET /campaigns/{campaign_id}, PATCH /campaigns/{campaign_id} and the items
+// of GET /campaigns.
 type Campaign struct {
 	CampaignID       string         `json:"campaign_id"`
 	DailyBudgetCents int64          `json:"daily_budget_cents"`
@@ -179,6 +181,31 @@ type Campaign struct {
 	FloorCents int64 `json:"floor_cents"`
 	// MaxBidCents is null for a floor-price campaign.
 	MaxBidCents *int64 `json:"max_bid_cents"`
+
+	// Additive fields (docs/marketplace.md, "Reading and changing a
+	// campaign").
+
+	// AppID is the advertiser app the campaign buys installs for.
+	AppID string `json:"app_id"`
+	// Categories are the rate-card category keys it buys, as last set.
+	Categories []string `json:"categories"`
+	// SpentTodayCents is what the campaign has committed in the current UTC
+	// day: the prices of its installs claimed today and not refunded. The
+	// daily budget limits it.
+	SpentTodayCents int64 `json:"spent_today_cents"`
+	// CreatedAt and UpdatedAt: creation, and the last change of its
+	// settings or status.
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// MarshalJSON emits Categories as [] when nil.
+func (c Campaign) MarshalJSON() ([]byte, error) {
+	type plain Campaign
+	if c.Categories == nil {
+		c.Categories = []string{}
+	}
+	return json.Marshal(plain(c))
 }
 
 // LedgerLine is one line of an app's append-only credit ledger. Lines are

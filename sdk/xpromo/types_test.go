@@ -87,14 +87,25 @@ func goldenCases() []goldenCase {
 			golden: `{"app_id":"app_1","categories":["productivity","utilities"],"daily_budget_cents":5000,"max_bid_cents":250}`,
 		},
 		{
-			name:   "Campaign/floor price: max_bid_cents null",
-			value:  Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusThrottled, FloorCents: 120},
-			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"throttled","status_reason":null,"floor_cents":120,"max_bid_cents":null}`,
+			name: "Campaign/floor price: max_bid_cents null",
+			value: Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusThrottled, FloorCents: 120,
+				AppID: "app_1", Categories: []string{"games"}, CreatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)},
+			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"throttled","status_reason":null,"floor_cents":120,"max_bid_cents":null,` +
+				`"app_id":"app_1","categories":["games"],"spent_today_cents":0,"created_at":"2026-11-21T09:00:00Z","updated_at":"2026-11-21T09:30:00Z"}`,
 		},
 		{
-			name:   "Campaign/with bid",
-			value:  Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusPaused, FloorCents: 120, MaxBidCents: ptr[int64](300)},
-			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"paused","status_reason":null,"floor_cents":120,"max_bid_cents":300}`,
+			name: "Campaign/with bid",
+			value: Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusPaused, FloorCents: 120, MaxBidCents: ptr[int64](300),
+				AppID: "app_1", Categories: []string{"games", "finance"}, SpentTodayCents: 600, CreatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)},
+			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"paused","status_reason":null,"floor_cents":120,"max_bid_cents":300,` +
+				`"app_id":"app_1","categories":["games","finance"],"spent_today_cents":600,"created_at":"2026-11-21T09:00:00Z","updated_at":"2026-11-21T09:00:00Z"}`,
+		},
+		{
+			name:    "Campaign/categories [] when nil",
+			value:   Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusActive, FloorCents: 120, CreatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)},
+			decoded: Campaign{CampaignID: "cmp_1", DailyBudgetCents: 1000, Status: CampaignStatusActive, FloorCents: 120, Categories: []string{}, CreatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)},
+			golden: `{"campaign_id":"cmp_1","daily_budget_cents":1000,"status":"active","status_reason":null,"floor_cents":120,"max_bid_cents":null,` +
+				`"app_id":"","categories":[],"spent_today_cents":0,"created_at":"2026-11-21T09:00:00Z","updated_at":"2026-11-21T09:00:00Z"}`,
 		},
 		{
 			name:  "LedgerLine/nullables null",

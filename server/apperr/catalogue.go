@@ -62,6 +62,8 @@ const (
 	InvalidAmount        = "invalid_amount"
 	InvalidPayoutAccount = "invalid_payout_account"
 	InvalidNote          = "invalid_note"
+	// The status filter of GET /v1/campaigns.
+	InvalidCampaignStatus = "invalid_campaign_status"
 
 	// Earn mode and complaints (docs/apps.md).
 	InvalidEarnMode        = "invalid_earn_mode"
@@ -212,6 +214,7 @@ func init() {
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
 	def(InvalidNote, 422, "An operator's note is too long (a ledger adjustment's: over 500 bytes; a complaint resolution's: over 500 characters), or holds a control or invisible formatting character (as listed under `invalid_characters`).")
+	def(InvalidCampaignStatus, 422, "The `status` filter of GET /v1/campaigns is not one of `throttled`, `active`, `paused`.")
 	def(InvalidPayoutAccount, 422, "`account_id` is not a connected payout account id (`acct_` followed by letters, digits or `_`).")
 
 	def(InvalidEarnMode, 422, "`earn_mode` is not one of `cash`, `credits`.")

@@ -366,6 +366,7 @@ func (e *inputEnv) bases(t *testing.T) map[string]bodyBase {
 			{"domain", `"example.com"`}, {"download_url", `"https://example.com/input.zip"`}, {"contact_email", `"dev@example.com"`}, {"category", `"games"`}}},
 		"top_up":                   {valid: true, fields: []field{{"amount_cents", "5000"}}},
 		"create_campaign":          {valid: true, fields: []field{{"app_id", q(e.app)}, {"categories", `["games"]`}, {"daily_budget_cents", "1000"}, {"max_bid_cents", "1000000"}}},
+		"update_campaign":          {valid: true, fields: []field{{"categories", `["games"]`}, {"daily_budget_cents", "1000"}, {"max_bid_cents", "1000000"}}},
 		"admin_adjust_wallet":      {valid: true, fields: []field{{"amount_cents", "1"}, {"note", `"x"`}}},
 		"admin_set_payout_account": {valid: true, fields: []field{{"account_id", `"acct_1"`}}},
 		"cut_category_floor":       {valid: true, fields: []field{{"platform", `"mac"`}, {"floor_cents", "1"}, {"reason", `"x"`}}},

@@ -19,6 +19,9 @@ func (s *Server) mountMarket(public, protected, admin chi.Router) {
 	protected.Post("/campaigns", s.createCampaign)
 	protected.Post("/campaigns/{campaign_id}/pause", s.pauseCampaign)
 	protected.Post("/campaigns/{campaign_id}/resume", s.resumeCampaign)
+	protected.Get("/campaigns", s.listCampaigns)
+	protected.Get("/campaigns/{campaign_id}", s.getCampaign)
+	protected.Patch("/campaigns/{campaign_id}", s.updateCampaign)
 	protected.Get("/apps/{app_id}/stats", s.getStats)
 	admin.Post("/admin/categories/{category}/floors", s.cutFloor)
 }
@@ -119,6 +122,106 @@ func (s *Server) pauseCampaign(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) resumeCampaign(w http.ResponseWriter, r *http.Request) {
 	c, err := s.services.Market.ResumeCampaign(r.Context(), callerApp(r.Context()), chi.URLParam(r, "campaign_id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c.Wire())
+}
+
+func (s *Server) listCampaigns(w http.ResponseWriter, r *http.Request) {
+	q, err := market.ParseCampaignQuery(callerApp(r.Context()), r.URL.Query())
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page, err := s.services.Market.ListCampaigns(r.Context(), q)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	out := xpromo.CampaignPage{Campaigns: make([]xpromo.Campaign, len(page.Campaigns))}
+	for i, c := range page.Campaigns {
+		out.Campaigns[i] = c.Wire()
+	}
+	if page.Next != "" {
+		out.NextCursor = &page.Next
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getCampaign(w http.ResponseWriter, r *http.Request) {
+	c, err := s.services.Market.GetCampaign(r.Context(), callerApp(r.Context()), chi.URLParam(r, "campaign_id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c.Wire())
+}
+
+// updateCampaignBody is the body of PATCH /v1/campaigns/{campaign_id}. Its
+// fields are raw so that null is told apart from absent: "max_bid_cents":
+// null makes the campaign a floor buyer, while a null budget or category
+// list is refused like any other value of the wrong type.
+type updateCampaignBody struct {
+	DailyBudgetCents json.RawMessage `json:"daily_budget_cents"`
+	MaxBidCents      json.RawMessage `json:"max_bid_cents"`
+	Categories       json.RawMessage `json:"categories"`
+}
+
+// request maps the body to the market's request.
+func (b updateCampaignBody) request() (market.UpdateCampaignRequest, error) {
+	var req market.UpdateCampaignRequest
+	if len(b.DailyBudgetCents) > 0 {
+		var v int64
+		if err := rawValue(b.DailyBudgetCents, &v, "daily_budget_cents", "an integer"); err != nil {
+			return req, err
+		}
+		req.DailyBudgetCents = &v
+	}
+	if len(b.MaxBidCents) > 0 {
+		req.SetMaxBid = true
+		if string(b.MaxBidCents) != "null" {
+			var v int64
+			if err := rawValue(b.MaxBidCents, &v, "max_bid_cents", "an integer, or null to buy at the floor"); err != nil {
+				return req, err
+			}
+			req.MaxBidCents = &v
+		}
+	}
+	if len(b.Categories) > 0 {
+		var v []string
+		if err := rawValue(b.Categories, &v, "categories", "an array of category keys"); err != nil {
+			return req, err
+		}
+		req.Categories = &v
+	}
+	return req, nil
+}
+
+// rawValue decodes a present field into dst; null or a value of another
+// type is invalid_type.
+func rawValue(raw json.RawMessage, dst any, field, want string) error {
+	if string(raw) == "null" || json.Unmarshal(raw, dst) != nil {
+		e := apperr.New(apperr.InvalidType, "field %q must be %s, not %s", field, want, raw)
+		e.Field = field
+		return e
+	}
+	return nil
+}
+
+func (s *Server) updateCampaign(w http.ResponseWriter, r *http.Request) {
+	var body updateCampaignBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	req, err := body.request()
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	c, err := s.services.Market.UpdateCampaign(r.Context(), callerApp(r.Context()), chi.URLParam(r, "campaign_id"), req)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -195,12 +195,15 @@ func TestMarketCreateCampaign(t *testing.T) {
 		var c xpromo.Campaign
 		res.decode(t, &c)
 		assert.True(t, strings.HasPrefix(c.CampaignID, "cmp_"), c.CampaignID)
-		assert.Equal(t, fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":5000,"status":"throttled","status_reason":"app_pending","floor_cents":600,"max_bid_cents":null}`, c.CampaignID), res.body,
+		assert.Equal(t, fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":5000,"status":"throttled","status_reason":"app_pending","floor_cents":600,"max_bid_cents":null,`+
+			`"app_id":%q,"categories":["productivity","finance"],"spent_today_cents":0,"created_at":"2026-11-21T12:00:00Z","updated_at":"2026-11-21T12:00:00Z"}`, c.CampaignID, mac.AppID), res.body,
 			"a pending app's campaign says it waits for the gate")
 
 		// On win, productivity (300) beats games (150); a bid at the floor.
 		c = e.createCampaign(win, fmt.Sprintf(`{"app_id":%q,"categories":["games","productivity"],"daily_budget_cents":1000,"max_bid_cents":300}`, win.AppID))
-		assert.Equal(t, xpromo.Campaign{CampaignID: c.CampaignID, DailyBudgetCents: 1000, Status: "throttled", StatusReason: new("app_pending"), FloorCents: 300, MaxBidCents: new(int64(300))}, c)
+		at := e.clock.Now().UTC()
+		assert.Equal(t, xpromo.Campaign{CampaignID: c.CampaignID, DailyBudgetCents: 1000, Status: "throttled", StatusReason: new("app_pending"), FloorCents: 300, MaxBidCents: new(int64(300)),
+			AppID: win.AppID, Categories: []string{"games", "productivity"}, CreatedAt: at, UpdatedAt: at}, c)
 
 		// The floor follows cuts.
 		res = e.do("POST", "/v1/admin/categories/finance/floors", adminToken, `{"platform":"mac","floor_cents":550,"reason":"r"}`)
@@ -272,7 +275,8 @@ func TestMarketPauseResume(t *testing.T) {
 				status, reason, _ = strings.Cut(status, ":")
 				reason = `"` + reason + `"`
 			}
-			return fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":2000,"status":%q,"status_reason":%s,"floor_cents":600,"max_bid_cents":null}`, c.CampaignID, status, reason)
+			return fmt.Sprintf(`{"campaign_id":%q,"daily_budget_cents":2000,"status":%q,"status_reason":%s,"floor_cents":600,"max_bid_cents":null,`+
+				`"app_id":%q,"categories":["finance"],"spent_today_cents":0,"created_at":"2026-11-21T12:00:00Z","updated_at":"2026-11-21T12:00:00Z"}`, c.CampaignID, status, reason, a.AppID)
 		}
 		call := func(app xpromo.RegisterAppResponse, action string) response {
 			return e.do("POST", "/v1/campaigns/"+c.CampaignID+"/"+action, app.APIKey, nil)

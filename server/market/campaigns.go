@@ -30,6 +30,9 @@ type Campaign struct {
 	// categories on its app's platform. It is computed when the campaign is
 	// read, not stored, so it follows floor cuts (and so never rises).
 	FloorCents int64
+	// SpentTodayCents is the campaign's committed spend of the current UTC
+	// day (CampaignSpend), read when the campaign is answered.
+	SpentTodayCents int64
 }
 
 // Wire returns the API's representation of the campaign.
@@ -41,6 +44,11 @@ func (c Campaign) Wire() xpromo.Campaign {
 		StatusReason:     optional(c.StatusReason),
 		FloorCents:       c.FloorCents,
 		MaxBidCents:      c.MaxBidCents,
+		AppID:            c.AppID,
+		Categories:       append([]string(nil), c.Categories...),
+		SpentTodayCents:  c.SpentTodayCents,
+		CreatedAt:        c.CreatedAt.UTC(),
+		UpdatedAt:        c.UpdatedAt.UTC(),
 	}
 }
 
@@ -89,6 +97,49 @@ func fieldErr(code, field, format string, args ...any) *apperr.Error {
 	return e
 }
 
+// checkCategories applies the rules of a campaign's categories (creation
+// and change alike): at least one, at most MaxCategories, each a key of the
+// rate card, each once.
+func (s *Service) checkCategories(categories []string) error {
+	if len(categories) == 0 {
+		return fieldErr(apperr.InvalidCategory, "categories", "categories must list at least one category key of the rate card")
+	}
+	if len(categories) > MaxCategories {
+		return fieldErr(apperr.InvalidCategory, "categories", "categories lists %d keys; a rate card has at most %d", len(categories), MaxCategories)
+	}
+	seen := map[string]bool{}
+	for _, k := range categories {
+		if !keyPattern.MatchString(k) {
+			return fieldErr(apperr.InvalidCategory, "categories", "%q is not a category key (1 to 64 of a-z, 0-9 and -); GET /v1/rate-card lists the keys", k)
+		}
+		if seen[k] {
+			return fieldErr(apperr.InvalidCategory, "categories", "category %q is listed twice", k)
+		}
+		seen[k] = true
+		if _, ok := s.category(k); !ok {
+			return fieldErr(apperr.UnknownCategory, "categories", "category %q is not in the rate card (GET /v1/rate-card lists the keys)", k)
+		}
+	}
+	return nil
+}
+
+// checkAmounts applies the rules of a daily budget and a maximum bid given
+// (nil: not given) that do not depend on the campaign's floor.
+func checkAmounts(dailyBudgetCents, maxBidCents *int64) error {
+	if b := dailyBudgetCents; b != nil {
+		if *b < xpromo.MinDailyBudgetCents {
+			return fieldErr(apperr.BelowMinimum, "daily_budget_cents", "daily_budget_cents must be at least %d, got %d", xpromo.MinDailyBudgetCents, *b)
+		}
+		if *b > MaxAmountCents {
+			return fieldErr(apperr.InvalidAmount, "daily_budget_cents", "daily_budget_cents must be at most %d", int64(MaxAmountCents))
+		}
+	}
+	if maxBidCents != nil && *maxBidCents > MaxAmountCents {
+		return fieldErr(apperr.InvalidAmount, "max_bid_cents", "max_bid_cents must be at most %d", int64(MaxAmountCents))
+	}
+	return nil
+}
+
 // CreateCampaign creates a campaign for caller's own app, in status
 // throttled. Another app's id answers not_found, exactly as a missing one.
 func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateCampaignRequest) (Campaign, error) {
@@ -98,33 +149,11 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 	if req.AppID != caller {
 		return Campaign{}, apperr.New(apperr.NotFound, "app not found")
 	}
-	if len(req.Categories) == 0 {
-		return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "categories must list at least one category key of the rate card")
+	if err := s.checkCategories(req.Categories); err != nil {
+		return Campaign{}, err
 	}
-	if len(req.Categories) > MaxCategories {
-		return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "categories lists %d keys; a rate card has at most %d", len(req.Categories), MaxCategories)
-	}
-	seen := map[string]bool{}
-	for _, k := range req.Categories {
-		if !keyPattern.MatchString(k) {
-			return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "%q is not a category key (1 to 64 of a-z, 0-9 and -); GET /v1/rate-card lists the keys", k)
-		}
-		if seen[k] {
-			return Campaign{}, fieldErr(apperr.InvalidCategory, "categories", "category %q is listed twice", k)
-		}
-		seen[k] = true
-		if _, ok := s.category(k); !ok {
-			return Campaign{}, fieldErr(apperr.UnknownCategory, "categories", "category %q is not in the rate card (GET /v1/rate-card lists the keys)", k)
-		}
-	}
-	if req.DailyBudgetCents < xpromo.MinDailyBudgetCents {
-		return Campaign{}, fieldErr(apperr.BelowMinimum, "daily_budget_cents", "daily_budget_cents must be at least %d, got %d", xpromo.MinDailyBudgetCents, req.DailyBudgetCents)
-	}
-	if req.DailyBudgetCents > MaxAmountCents {
-		return Campaign{}, fieldErr(apperr.InvalidAmount, "daily_budget_cents", "daily_budget_cents must be at most %d", int64(MaxAmountCents))
-	}
-	if req.MaxBidCents != nil && *req.MaxBidCents > MaxAmountCents {
-		return Campaign{}, fieldErr(apperr.InvalidAmount, "max_bid_cents", "max_bid_cents must be at most %d", int64(MaxAmountCents))
+	if err := checkAmounts(&req.DailyBudgetCents, req.MaxBidCents); err != nil {
+		return Campaign{}, err
 	}
 	now := s.Now().UTC()
 	var out Campaign
@@ -194,7 +223,7 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 			return err
 		}
 		if !found || c.AppID != caller {
-			return apperr.New(apperr.NotFound, "campaign not found")
+			return campaignNotFound()
 		}
 		wasPaused := c.Paused
 		c.Paused = paused
@@ -210,6 +239,10 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 			c.Status, c.UpdatedAt = status, now
 		}
 		out, err = withFloor(ctx, tx, c)
+		if err != nil {
+			return err
+		}
+		out.SpentTodayCents, err = tx.CampaignSpend(ctx, c.ID, UTCDay(now))
 		return err
 	})
 	if err != nil {
@@ -237,33 +270,68 @@ func Explain(ctx context.Context, tx Tx, c Campaign) (xpromo.CampaignStatus, str
 	if c.Paused {
 		return xpromo.CampaignStatusPaused, "", nil
 	}
-	platform, appStatus, found, err := tx.AppPlatformAndStatus(ctx, c.AppID)
-	if err != nil || !found {
+	f, err := readFacts(ctx, tx, c.AppID)
+	if err != nil {
 		return xpromo.CampaignStatusThrottled, ReasonAppPending, err
 	}
-	switch appStatus {
+	status, reason := f.explain(c)
+	return status, reason, nil
+}
+
+// facts are what the status rule and the floor of an app's campaigns are
+// computed from: the app's platform and status, its wallet balance and the
+// current floors. A list of campaigns reads them once.
+type facts struct {
+	found     bool
+	platform  xpromo.Platform
+	appStatus xpromo.AppStatus
+	balance   int64
+	floors    map[string]map[xpromo.Platform]Floor
+}
+
+func readFacts(ctx context.Context, tx Tx, appID string) (facts, error) {
+	var f facts
+	var err error
+	f.platform, f.appStatus, f.found, err = tx.AppPlatformAndStatus(ctx, appID)
+	if err != nil || !f.found {
+		return f, err
+	}
+	if f.floors, err = floorIndex(ctx, tx); err != nil {
+		return f, err
+	}
+	f.balance, err = tx.AdvertiserBalance(ctx, appID)
+	return f, err
+}
+
+// floor is the highest current floor among categories on the app's
+// platform.
+func (f facts) floor(categories []string) int64 {
+	return highestFloor(f.floors, categories, f.platform)
+}
+
+// explain is the rule of Status and Explain on facts already read.
+func (f facts) explain(c Campaign) (xpromo.CampaignStatus, string) {
+	if c.Paused {
+		return xpromo.CampaignStatusPaused, ""
+	}
+	if !f.found {
+		return xpromo.CampaignStatusThrottled, ReasonAppPending
+	}
+	switch f.appStatus {
 	case xpromo.AppStatusLive:
 	case xpromo.AppStatusPending:
-		return xpromo.CampaignStatusThrottled, ReasonAppPending, nil
+		return xpromo.CampaignStatusThrottled, ReasonAppPending
 	case xpromo.AppStatusRejected:
-		return xpromo.CampaignStatusThrottled, ReasonAppRejected, nil
+		return xpromo.CampaignStatusThrottled, ReasonAppRejected
 	case xpromo.AppStatusSuspended:
-		return xpromo.CampaignStatusThrottled, ReasonAppSuspended, nil
+		return xpromo.CampaignStatusThrottled, ReasonAppSuspended
 	default: // approved, throttled
-		return xpromo.CampaignStatusThrottled, ReasonAppNotLive, nil
+		return xpromo.CampaignStatusThrottled, ReasonAppNotLive
 	}
-	floor, err := campaignFloor(ctx, tx, c.Categories, platform)
-	if err != nil {
-		return "", "", err
+	if f.balance >= f.floor(c.Categories) {
+		return xpromo.CampaignStatusActive, ""
 	}
-	balance, err := tx.AdvertiserBalance(ctx, c.AppID)
-	if err != nil {
-		return "", "", err
-	}
-	if balance >= floor {
-		return xpromo.CampaignStatusActive, "", nil
-	}
-	return xpromo.CampaignStatusThrottled, ReasonWalletBelowFloor, nil
+	return xpromo.CampaignStatusThrottled, ReasonWalletBelowFloor
 }
 
 // withFloor fills c.FloorCents from the current floors.
@@ -282,9 +350,15 @@ func campaignFloor(ctx context.Context, tx Tx, categories []string, platform xpr
 	if err != nil {
 		return 0, err
 	}
+	return highestFloor(current, categories, platform), nil
+}
+
+// highestFloor is a campaign's floor: the highest of the current floors of
+// its categories on its app's platform (0 when none has a floor).
+func highestFloor(current map[string]map[xpromo.Platform]Floor, categories []string, platform xpromo.Platform) int64 {
 	var floor int64
 	for _, k := range categories {
 		floor = max(floor, current[k][platform].FloorCents)
 	}
-	return floor, nil
+	return floor
 }

@@ -428,10 +428,7 @@ func (s *Service) buildDelivery(day, now time.Time, floors map[string]map[xpromo
 		if row.Paused {
 			continue
 		}
-		var floor int64 // the campaign's floor: its highest category floor
-		for _, k := range row.Categories {
-			floor = max(floor, floors[k][row.Platform].FloorCents)
-		}
+		floor := highestFloor(floors, row.Categories, row.Platform)
 		// The rule of Status, on the rows already read.
 		status := xpromo.CampaignStatusThrottled
 		if row.AppStatus == xpromo.AppStatusLive && row.Balance >= floor {

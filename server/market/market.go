@@ -48,6 +48,22 @@ type Tx interface {
 	SetCampaignStatus(ctx context.Context, id string, paused bool, status xpromo.CampaignStatus, at time.Time) error
 	// AppCampaigns returns an app's campaigns, oldest first.
 	AppCampaigns(ctx context.Context, appID string) ([]Campaign, error)
+	// CampaignPage returns at most q.Limit of q.AppID's campaigns, newest
+	// first (created_at, then id, both descending), in q.Status when set,
+	// strictly after q.After when set, each with its SpentTodayCents of
+	// q.Day.
+	CampaignPage(ctx context.Context, q CampaignQuery) ([]Campaign, error)
+	// LockCampaign reads a campaign for a change of its settings, locking
+	// its row until the transaction ends (install claims lock it too, so a
+	// claim checks the budget before or after a change, never during).
+	LockCampaign(ctx context.Context, id string) (Campaign, bool, error)
+	// SetCampaignSettings records a campaign's categories, daily budget,
+	// maximum bid (nil: a floor buyer) and status, at c.UpdatedAt.
+	SetCampaignSettings(ctx context.Context, c Campaign) error
+	// CampaignSpend is the campaign's committed spend of the UTC day
+	// starting at day (attribution.Tx's: install claims check budgets
+	// against it).
+	CampaignSpend(ctx context.Context, campaignID string, day time.Time) (int64, error)
 
 	// AppPlatformAndStatus reads an app's platform and status from the apps
 	// table; found is false when the app does not exist.

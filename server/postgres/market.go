@@ -68,10 +68,12 @@ VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7, $8, $9)`,
 
 const selectCampaigns = `SELECT id, app_id, categories::text, daily_budget_cents, max_bid_cents, paused, status, created_at, updated_at FROM campaigns`
 
-func scanCampaign(row pgx.Row) (market.Campaign, error) {
+// scanCampaign reads the columns of selectCampaigns, then into extra the
+// columns a query selects after them.
+func scanCampaign(row pgx.Row, extra ...any) (market.Campaign, error) {
 	var c market.Campaign
 	var cats, status string
-	if err := row.Scan(&c.ID, &c.AppID, &cats, &c.DailyBudgetCents, &c.MaxBidCents, &c.Paused, &status, &c.CreatedAt, &c.UpdatedAt); err != nil {
+	if err := row.Scan(append([]any{&c.ID, &c.AppID, &cats, &c.DailyBudgetCents, &c.MaxBidCents, &c.Paused, &status, &c.CreatedAt, &c.UpdatedAt}, extra...)...); err != nil {
 		return c, err
 	}
 	if err := json.Unmarshal([]byte(cats), &c.Categories); err != nil {
@@ -96,6 +98,60 @@ func (t *tx) CampaignByID(ctx context.Context, id string) (market.Campaign, bool
 func (t *tx) SetCampaignStatus(ctx context.Context, id string, paused bool, status xpromo.CampaignStatus, at time.Time) error {
 	_, err := t.exec(ctx, `UPDATE campaigns SET paused = $2, status = $3, updated_at = $4 WHERE id = $1`, id, paused, string(status), at)
 	return wrap(err, "updating a campaign")
+}
+
+// LockCampaign reads the campaign FOR UPDATE: an install claim of the
+// campaign (attribution's CampaignForUpdate) waits for the change, or the
+// change for the claim.
+func (t *tx) LockCampaign(ctx context.Context, id string) (market.Campaign, bool, error) {
+	var c market.Campaign
+	found := false
+	err := t.query(ctx, selectCampaigns+` WHERE id = $1 FOR UPDATE`, []any{id}, func(rows pgx.Rows) error {
+		var err error
+		c, err = scanCampaign(rows)
+		found = err == nil
+		return err
+	})
+	return c, found, wrap(err, "locking a campaign")
+}
+
+func (t *tx) SetCampaignSettings(ctx context.Context, c market.Campaign) error {
+	cats, err := json.Marshal(c.Categories)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `UPDATE campaigns SET categories = $2::jsonb, daily_budget_cents = $3, max_bid_cents = $4, status = $5, updated_at = $6 WHERE id = $1`,
+		c.ID, string(cats), c.DailyBudgetCents, c.MaxBidCents, string(c.Status), c.UpdatedAt)
+	return wrap(err, "updating a campaign")
+}
+
+// CampaignPage reads a page newest first through the index campaigns_app
+// (app_id, created_at), with each campaign's row of campaign_spend for the
+// day (none: 0).
+func (t *tx) CampaignPage(ctx context.Context, q market.CampaignQuery) ([]market.Campaign, error) {
+	query := `SELECT c.id, c.app_id, c.categories::text, c.daily_budget_cents, c.max_bid_cents, c.paused, c.status, c.created_at, c.updated_at, coalesce(s.spent_cents, 0)::bigint
+FROM campaigns c LEFT JOIN campaign_spend s ON s.campaign_id = c.id AND s.day = ($1::timestamptz AT TIME ZONE 'UTC')::date
+WHERE c.app_id = $2`
+	args := []any{q.Day, q.AppID}
+	if q.Status != "" {
+		args = append(args, string(q.Status))
+		query += fmt.Sprintf(` AND c.status = $%d`, len(args))
+	}
+	if q.After != nil {
+		args = append(args, q.After.CreatedAt, q.After.ID)
+		query += fmt.Sprintf(` AND (c.created_at, c.id) < ($%d, $%d)`, len(args)-1, len(args))
+	}
+	args = append(args, q.Limit)
+	query += fmt.Sprintf(` ORDER BY c.created_at DESC, c.id DESC LIMIT $%d`, len(args))
+	var out []market.Campaign
+	err := t.query(ctx, query, args, func(rows pgx.Rows) error {
+		var spent int64
+		c, err := scanCampaign(rows, &spent)
+		c.SpentTodayCents = spent
+		out = append(out, c)
+		return err
+	})
+	return out, wrap(err, "reading a page of campaigns")
 }
 
 func (t *tx) AppCampaigns(ctx context.Context, appID string) ([]market.Campaign, error) {

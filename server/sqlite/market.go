@@ -68,12 +68,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
 const selectCampaigns = `SELECT id, app_id, categories, daily_budget_cents, max_bid_cents, paused, status, created_at, updated_at FROM campaigns`
 
-func scanCampaign(rows interface{ Scan(...any) error }) (market.Campaign, error) {
+// scanCampaign reads the columns of selectCampaigns, then into extra the
+// columns a query selects after them.
+func scanCampaign(rows interface{ Scan(...any) error }, extra ...any) (market.Campaign, error) {
 	var c market.Campaign
 	var cats string
 	var maxBid sql.NullInt64
 	var created, updated int64
-	if err := rows.Scan(&c.ID, &c.AppID, &cats, &c.DailyBudgetCents, &maxBid, &c.Paused, &c.Status, &created, &updated); err != nil {
+	if err := rows.Scan(append([]any{&c.ID, &c.AppID, &cats, &c.DailyBudgetCents, &maxBid, &c.Paused, &c.Status, &created, &updated}, extra...)...); err != nil {
 		return c, err
 	}
 	if err := json.Unmarshal([]byte(cats), &c.Categories); err != nil {
@@ -97,6 +99,59 @@ func (t *tx) CampaignByID(ctx context.Context, id string) (market.Campaign, bool
 func (t *tx) SetCampaignStatus(ctx context.Context, id string, paused bool, status xpromo.CampaignStatus, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE campaigns SET paused = ?, status = ?, updated_at = ? WHERE id = ?`, paused, string(status), micros(at), id)
 	return wrap(err)
+}
+
+// LockCampaign is CampaignByID: SQLite's single writer (BEGIN IMMEDIATE)
+// already serializes the transaction with every other change.
+func (t *tx) LockCampaign(ctx context.Context, id string) (market.Campaign, bool, error) {
+	return t.CampaignByID(ctx, id)
+}
+
+func (t *tx) SetCampaignSettings(ctx context.Context, c market.Campaign) error {
+	cats, err := json.Marshal(c.Categories)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `UPDATE campaigns SET categories = ?, daily_budget_cents = ?, max_bid_cents = ?, status = ?, updated_at = ? WHERE id = ?`,
+		string(cats), c.DailyBudgetCents, c.MaxBidCents, string(c.Status), micros(c.UpdatedAt), c.ID)
+	return wrap(err)
+}
+
+// CampaignPage reads a page newest first through the index campaigns_app
+// (app_id, created_at), with each campaign's row of campaign_spend for the
+// day (none: 0).
+func (t *tx) CampaignPage(ctx context.Context, q market.CampaignQuery) ([]market.Campaign, error) {
+	query := `SELECT c.id, c.app_id, c.categories, c.daily_budget_cents, c.max_bid_cents, c.paused, c.status, c.created_at, c.updated_at, coalesce(s.spent_cents, 0)
+FROM campaigns c LEFT JOIN campaign_spend s ON s.campaign_id = c.id AND s.day = ?
+WHERE c.app_id = ?`
+	args := []any{micros(q.Day), q.AppID}
+	if q.Status != "" {
+		query += ` AND c.status = ?`
+		args = append(args, string(q.Status))
+	}
+	if q.After != nil {
+		query += ` AND (c.created_at < ? OR (c.created_at = ? AND c.id < ?))`
+		at := micros(q.After.CreatedAt)
+		args = append(args, at, at, q.After.ID)
+	}
+	query += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
+	args = append(args, q.Limit)
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer rows.Close()
+	var out []market.Campaign
+	for rows.Next() {
+		var spent int64
+		c, err := scanCampaign(rows, &spent)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		c.SpentTodayCents = spent
+		out = append(out, c)
+	}
+	return out, wrap(rows.Err())
 }
 
 func (t *tx) AppCampaigns(ctx context.Context, appID string) ([]market.Campaign, error) {

@@ -230,6 +230,21 @@ func TestContract(t *testing.T) {
 		assert.Equal(t, "paused", a.expect(200, a.do("POST", "/v1/campaigns/"+cmpID+"/pause", advKey, nil)).json(t)["status"])
 		a.expect(404, a.do("POST", "/v1/campaigns/"+cmpID+"/resume", pubKey, nil))
 		assert.Equal(t, "throttled", a.expect(200, a.do("POST", "/v1/campaigns/"+cmpID+"/resume", advKey, nil)).json(t)["status"], "the app is not live yet")
+		// Reading and changing campaigns.
+		got := a.expect(200, a.do("GET", "/v1/campaigns/"+cmpID, advKey, nil)).json(t)
+		assert.Equal(t, []any{"productivity"}, got["categories"])
+		a.expect(404, a.do("GET", "/v1/campaigns/"+cmpID, pubKey, nil))
+		list := a.expect(200, a.do("GET", "/v1/campaigns?status=throttled&limit=10", advKey, nil)).json(t)
+		assert.Len(t, list["campaigns"], 1)
+		assert.Equal(t, "invalid_campaign_status", a.expect(422, a.do("GET", "/v1/campaigns?status=running", advKey, nil)).code(t))
+		assert.Equal(t, "invalid_cursor", a.expect(422, a.do("GET", "/v1/campaigns?cursor=x", advKey, nil)).code(t))
+		changed := a.expect(200, a.do("PATCH", "/v1/campaigns/"+cmpID, advKey, map[string]any{"daily_budget_cents": 8000, "max_bid_cents": 700})).json(t)
+		assert.Equal(t, map[string]any{"daily_budget_cents": 8000.0, "max_bid_cents": 700.0}, pick(changed, "daily_budget_cents", "max_bid_cents"))
+		assert.Nil(t, a.expect(200, a.do("PATCH", "/v1/campaigns/"+cmpID, advKey, map[string]any{"max_bid_cents": nil})).json(t)["max_bid_cents"])
+		assert.Equal(t, "missing_field", a.expect(422, a.do("PATCH", "/v1/campaigns/"+cmpID, advKey, map[string]any{})).code(t))
+		assert.Equal(t, "bid_below_floor", a.expect(422, a.do("PATCH", "/v1/campaigns/"+cmpID, advKey, map[string]any{"max_bid_cents": 1})).code(t))
+		assert.Equal(t, "unknown_field", a.expect(422, a.do("PATCH", "/v1/campaigns/"+cmpID, advKey, map[string]any{"status": "active"})).code(t))
+		a.expect(404, a.do("PATCH", "/v1/campaigns/"+cmpID, pubKey, map[string]any{"daily_budget_cents": 8000}))
 
 		// Stats.
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/stats?period=last_7_days", advKey, nil))
