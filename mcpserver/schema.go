@@ -330,10 +330,9 @@ func campaignSchema() schema {
 		"app_id":        str(maxIDLength, "The advertiser app whose installs it buys."),
 		"categories": withDesc(schema{"type": "array", "minItems": 1, "maxItems": 200, "items": schema{"type": "string", "minLength": 1, "maxLength": 64}},
 			"The rate-card category keys it buys."),
-		"spent_today_cents": withDesc(schema{"type": "integer", "format": "int64", "minimum": 0},
-			"What it committed in the current UTC day (installs claimed today and not refunded), against daily_budget_cents."),
-		"created_at": dateTime(""),
-		"updated_at": dateTime("The last change of its settings or status."),
+		"spent_today_cents": cents(0, maxCents, "What it committed in the current UTC day (installs claimed today and not refunded), against daily_budget_cents."),
+		"created_at":        dateTime(""),
+		"updated_at":        dateTime("The last change of its settings or status."),
 	})
 }
 

@@ -144,6 +144,9 @@ var operations = map[string]opSpec{
 	"create_campaign":       {"POST", "/v1/campaigns", false, true},
 	"pause_campaign":        {"POST", "/v1/campaigns/{campaign_id}/pause", false, false},
 	"resume_campaign":       {"POST", "/v1/campaigns/{campaign_id}/resume", false, false},
+	"list_campaigns":        {"GET", "/v1/campaigns", false, false},
+	"get_campaign":          {"GET", "/v1/campaigns/{campaign_id}", false, false},
+	"update_campaign":       {"PATCH", "/v1/campaigns/{campaign_id}", false, true},
 	"get_ledger":            {"GET", "/v1/apps/{app_id}/ledger", false, false},
 	"get_stats":             {"GET", "/v1/apps/{app_id}/stats", false, false},
 	"request_payout":        {"POST", "/v1/apps/{app_id}/payout", false, false},
@@ -576,6 +579,7 @@ var wireTypes = map[string]any{
 	"App":                   xpromo.App{},
 	"AppUpdate":             xpromo.AppUpdate{},
 	"UpdateAppRequest":      xpromo.UpdateAppRequest{},
+	"CampaignPage":          xpromo.CampaignPage{},
 	"StatusChange":          xpromo.StatusChange{},
 	"AuditEntry":            xpromo.AuditEntry{},
 	"AuditPage":             xpromo.AuditPage{},
@@ -697,10 +701,13 @@ func TestSchemasMatchSDKTypes(t *testing.T) {
 		}
 		compareStruct(t, name, reflect.TypeOf(v), ref.Value)
 	}
-	// Every object schema is covered (X402Descriptor has no SDK type yet).
+	// Every object schema is covered (X402Descriptor has no SDK type yet;
+	// UpdateCampaignRequest's Go fields are not its JSON: it encodes itself,
+	// FloorPrice as "max_bid_cents": null, so TestSchemasAcceptSDKValues
+	// checks what it sends instead).
 	var missing []string
 	for name, ref := range doc.Components.Schemas {
-		if _, ok := wireTypes[name]; !ok && ref.Value.Type.Is("object") && name != "X402Descriptor" {
+		if _, ok := wireTypes[name]; !ok && ref.Value.Type.Is("object") && name != "X402Descriptor" && name != "UpdateCampaignRequest" {
 			missing = append(missing, name)
 		}
 	}
@@ -736,6 +743,7 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 	doc := load(t)
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	bid := int64(250)
+	budget := int64(2000)
 	note := "operator correction"
 	cursor := "c_1"
 
@@ -750,8 +758,14 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 		{"Score", xpromo.Score{Status: xpromo.AppStatusLive, Behavior: &xpromo.Behavior{Retention48h: 0.8}, Reasons: []string{"x"}, NextReviewAt: now}},
 		{"CreateCampaignRequest", xpromo.CreateCampaignRequest{AppID: "app_1", Categories: []string{"productivity"}, DailyBudgetCents: 1000}},
 		{"CreateCampaignRequest", xpromo.CreateCampaignRequest{AppID: "app_1", Categories: []string{"productivity"}, DailyBudgetCents: 1000, MaxBidCents: &bid}},
-		{"Campaign", xpromo.Campaign{CampaignID: "c", DailyBudgetCents: 1000, Status: xpromo.CampaignStatusThrottled, FloorCents: 100}},
-		{"Campaign", xpromo.Campaign{CampaignID: "c", DailyBudgetCents: 1000, Status: xpromo.CampaignStatusActive, FloorCents: 100, MaxBidCents: &bid}},
+		{"Campaign", xpromo.Campaign{CampaignID: "c", DailyBudgetCents: 1000, Status: xpromo.CampaignStatusThrottled, FloorCents: 100,
+			AppID: "app_1", Categories: []string{"productivity"}, CreatedAt: now, UpdatedAt: now}},
+		{"Campaign", xpromo.Campaign{CampaignID: "c", DailyBudgetCents: 1000, Status: xpromo.CampaignStatusActive, FloorCents: 100, MaxBidCents: &bid,
+			AppID: "app_1", Categories: []string{"productivity", "games"}, SpentTodayCents: 1200, CreatedAt: now, UpdatedAt: now}},
+		{"CampaignPage", xpromo.CampaignPage{}},
+		{"UpdateCampaignRequest", xpromo.UpdateCampaignRequest{DailyBudgetCents: &budget}},
+		{"UpdateCampaignRequest", xpromo.UpdateCampaignRequest{FloorPrice: true, Categories: []string{"games"}}},
+		{"UpdateCampaignRequest", xpromo.UpdateCampaignRequest{MaxBidCents: &bid}},
 		{"LedgerLine", xpromo.LedgerLine{ID: "l", Ts: now, Type: xpromo.LineAdjustment, AmountCents: -1, Note: &note}},
 		{"LedgerPage", xpromo.LedgerPage{}},
 		{"LedgerPage", xpromo.LedgerPage{Lines: []xpromo.LedgerLine{{ID: "l", Ts: now, Type: xpromo.LineTopup, AmountCents: 5000, BalanceAfter: 5000}}, NextCursor: &cursor}},
@@ -844,7 +858,8 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 
 	// The narrowed 201 of create_campaign rejects a campaign not throttled.
 	create := doc.Paths.Find("/v1/campaigns").Post.Responses.Status(201).Value.Content.Get("application/json").Schema.Value
-	active := map[string]any{"campaign_id": "c", "daily_budget_cents": 1000.0, "status": "active", "status_reason": nil, "floor_cents": 1.0, "max_bid_cents": nil}
+	active := map[string]any{"campaign_id": "c", "daily_budget_cents": 1000.0, "status": "active", "status_reason": nil, "floor_cents": 1.0, "max_bid_cents": nil,
+		"app_id": "app_1", "categories": []any{"productivity"}, "spent_today_cents": 0.0, "created_at": "2026-11-21T10:00:00Z", "updated_at": "2026-11-21T10:00:00Z"}
 	if err := create.VisitJSON(active, openapi3.EnableJSONSchema2020()); err == nil {
 		t.Error("create_campaign 201 accepts status active")
 	}
