@@ -97,19 +97,10 @@ func (s *Service) ApplyCheckout(ctx context.Context, st CheckoutState, ev Provid
 		if err != nil || ev.ID == "" {
 			return err
 		}
-		ev.Provider, ev.ObjectID, ev.ReceivedAt = s.Provider.Name(), st.ProviderRef, now
 		if ev.Outcome == "" {
 			ev.Outcome = st.Outcome
 		}
-		if refused != nil {
-			ev.Outcome = failureNote(fmt.Errorf("refused: %w", refused))
-		}
-		inserted, err := tx.RecordProviderEvent(ctx, ev)
-		if err == nil && !inserted {
-			// Seen before: its effect, if it had one, committed with it.
-			err = errDuplicateEvent
-		}
-		return err
+		return s.recordEvent(ctx, tx, ev, st.ProviderRef, refused, now)
 	})
 	switch {
 	case errors.Is(err, errDuplicateEvent):
@@ -121,6 +112,22 @@ func (s *Service) ApplyCheckout(ctx context.Context, st CheckoutState, ev Provid
 }
 
 var errDuplicateEvent = errors.New("payments: provider event already recorded")
+
+// recordEvent records provider event ev about objectID in the transaction of
+// its effect (its outcome "refused: …" when refused), or answers
+// errDuplicateEvent when it was recorded before: its effect, if it had one,
+// committed with it, so the caller's transaction is rolled back.
+func (s *Service) recordEvent(ctx context.Context, tx WriteTx, ev ProviderEvent, objectID string, refused error, now time.Time) error {
+	ev.Provider, ev.ObjectID, ev.ReceivedAt = s.Provider.Name(), objectID, now
+	if refused != nil {
+		ev.Outcome = failureNote(fmt.Errorf("refused: %w", refused))
+	}
+	inserted, err := tx.RecordProviderEvent(ctx, ev)
+	if err == nil && !inserted {
+		err = errDuplicateEvent
+	}
+	return err
+}
 
 // applyCheckout is ApplyCheckout inside its transaction.
 func (s *Service) applyCheckout(ctx context.Context, tx WriteTx, st CheckoutState, now time.Time) (CheckoutSession, error) {

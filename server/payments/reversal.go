@@ -169,17 +169,8 @@ func (s *Service) applyPaymentEvent(ctx context.Context, pe PaymentEvent, ev Pro
 		if err != nil || ev.ID == "" {
 			return err
 		}
-		ev.Provider, ev.ReceivedAt = s.Provider.Name(), now
-		ev.ObjectID = firstOf(pe.DisputeID, pe.ChargeID)
 		ev.Outcome = out.Note
-		if refused != nil {
-			ev.Outcome = failureNote(fmt.Errorf("refused: %w", refused))
-		}
-		inserted, err := tx.RecordProviderEvent(ctx, ev)
-		if err == nil && !inserted {
-			err = errDuplicateEvent
-		}
-		return err
+		return s.recordEvent(ctx, tx, ev, firstOf(pe.DisputeID, pe.ChargeID), refused, now)
 	})
 	switch {
 	case errors.Is(err, errDuplicateEvent):
