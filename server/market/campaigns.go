@@ -155,7 +155,7 @@ func (s *Service) CreateCampaign(ctx context.Context, caller string, req CreateC
 	if err := checkAmounts(&req.DailyBudgetCents, req.MaxBidCents); err != nil {
 		return Campaign{}, err
 	}
-	now := s.Now().UTC()
+	now := s.recordTime()
 	var out Campaign
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		platform, _, found, err := tx.AppPlatformAndStatus(ctx, req.AppID)
@@ -215,7 +215,7 @@ func (s *Service) ResumeCampaign(ctx context.Context, caller, id string) (Campai
 }
 
 func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool) (Campaign, error) {
-	now := s.Now().UTC()
+	now := s.recordTime()
 	var out Campaign
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		c, found, err := tx.CampaignByID(ctx, id)
@@ -362,3 +362,7 @@ func highestFloor(current map[string]map[xpromo.Platform]Floor, categories []str
 	}
 	return floor
 }
+
+// recordTime is now as the stores keep it (microseconds), so the times a
+// write answers are the ones a later read answers.
+func (s *Service) recordTime() time.Time { return s.Now().UTC().Truncate(time.Microsecond) }

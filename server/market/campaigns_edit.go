@@ -202,7 +202,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, caller, id string, req Upd
 	if err := checkAmounts(req.DailyBudgetCents, req.MaxBidCents); err != nil {
 		return Campaign{}, err
 	}
-	now := s.Now().UTC()
+	now := s.recordTime()
 	var out Campaign
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		c, found, err := tx.LockCampaign(ctx, id)

@@ -125,7 +125,7 @@ func TestCampaignUpdateRules(t *testing.T) {
 
 		// Categories and a bid above their floor, in one change; the
 		// status is recorded as the rule gives it (live and funded).
-		w.clk.Advance(time.Minute)
+		w.clk.Advance(time.Minute + 1234567*time.Nanosecond) // the answer's times are the stored ones (microseconds)
 		got, err := update(market.UpdateCampaignRequest{Categories: &[]string{"beta"}, SetMaxBid: true, MaxBidCents: ptr[int64](650), DailyBudgetCents: ptr[int64](3000)})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"beta"}, got.Categories)
@@ -133,8 +133,9 @@ func TestCampaignUpdateRules(t *testing.T) {
 		assert.Equal(t, int64(650), *got.MaxBidCents)
 		assert.Equal(t, int64(3000), got.DailyBudgetCents)
 		assert.Equal(t, xpromo.CampaignStatusActive, got.Status)
-		assert.Equal(t, w.clk.Now().UTC(), got.UpdatedAt)
+		assert.Equal(t, w.clk.Now().UTC().Truncate(time.Microsecond), got.UpdatedAt)
 		stored := w.stored(c)
+		assert.True(t, got.UpdatedAt.Equal(stored.UpdatedAt), "answered %v, stored %v", got.UpdatedAt, stored.UpdatedAt)
 		assert.Equal(t, got.Categories, stored.Categories)
 		assert.Equal(t, xpromo.CampaignStatusActive, stored.Status)
 
