@@ -2,7 +2,6 @@ package market
 
 import (
 	"context"
-	"encoding/base64"
 	"net/url"
 	"slices"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/cursor"
 )
 
 // Reading and changing campaigns (docs/marketplace.md, "Reading and changing
@@ -29,10 +29,7 @@ type CampaignQuery struct {
 
 // CampaignPosition is where a page of campaigns ended: the last campaign's
 // creation time and id (the order of the list).
-type CampaignPosition struct {
-	CreatedAt time.Time
-	ID        string
-}
+type CampaignPosition = cursor.Position
 
 // ParseCampaignQuery reads the query of GET /v1/campaigns for appID:
 // `status` (throttled, active or paused), `limit` (1 to
@@ -55,35 +52,13 @@ func ParseCampaignQuery(appID string, v url.Values) (CampaignQuery, error) {
 		q.Limit = n
 	}
 	if v.Has("cursor") {
-		p, err := decodeCampaignCursor(v.Get("cursor"))
+		p, err := cursor.Decode(v.Get("cursor"))
 		if err != nil {
 			return q, err
 		}
 		q.After = &p
 	}
 	return q, nil
-}
-
-// Cursors are opaque to clients: base64url of "<unix microseconds>.<id>",
-// the position of the previous page's last campaign (the format of the
-// events and attempts cursors). They grant nothing: a page only ever holds
-// the caller's own campaigns.
-func encodeCampaignCursor(p CampaignPosition) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + "." + p.ID))
-}
-
-func decodeCampaignCursor(c string) (CampaignPosition, error) {
-	bad := fieldErr(apperr.InvalidCursor, "cursor", "cursor was not issued by GET /v1/campaigns; start again without it")
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || c == "" {
-		return CampaignPosition{}, bad
-	}
-	us, id, ok := strings.Cut(string(raw), ".")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || n < 0 || id == "" || len(id) > 64 {
-		return CampaignPosition{}, bad
-	}
-	return CampaignPosition{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
 }
 
 // CampaignPage is a page of campaigns; Next is the cursor of the following
@@ -131,7 +106,7 @@ func (s *Service) ListCampaigns(ctx context.Context, q CampaignQuery) (CampaignP
 		if len(list) > limit {
 			list = list[:limit]
 			last := list[len(list)-1]
-			out.Next = encodeCampaignCursor(CampaignPosition{CreatedAt: last.CreatedAt, ID: last.ID})
+			out.Next = cursor.Encode(CampaignPosition{CreatedAt: last.CreatedAt, ID: last.ID})
 		}
 		f, err := readFacts(ctx, tx, q.AppID)
 		if err != nil {

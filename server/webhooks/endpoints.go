@@ -11,6 +11,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/outbound"
 )
@@ -368,12 +369,12 @@ func (s *Service) Redeliver(ctx context.Context, appID, endpointID, eventID stri
 	return xpromo.WebhookDelivery{EventID: d.EventID, EndpointID: d.EndpointID, NextAttemptAt: d.NextAttemptAt.UTC(), Attempts: 0}, nil
 }
 
-// Attempts lists an endpoint's attempts, newest first. cursor is a
+// Attempts lists an endpoint's attempts, newest first. after is a
 // previous page's next_cursor.
-func (s *Service) Attempts(ctx context.Context, appID, endpointID, eventID, cursor string, limit int) (xpromo.WebhookAttemptPage, error) {
+func (s *Service) Attempts(ctx context.Context, appID, endpointID, eventID, after string, limit int) (xpromo.WebhookAttemptPage, error) {
 	q := AttemptQuery{EndpointID: endpointID, EventID: eventID, Limit: limit + 1}
-	if cursor != "" {
-		p, err := decodeCursor(cursor)
+	if after != "" {
+		p, err := cursor.Decode(after)
 		if err != nil {
 			return xpromo.WebhookAttemptPage{}, err
 		}
@@ -397,7 +398,7 @@ func (s *Service) Attempts(ctx context.Context, appID, endpointID, eventID, curs
 	if len(list) > limit {
 		list = list[:limit]
 		last := list[len(list)-1]
-		next := encodeCursor(Position{CreatedAt: last.AttemptedAt, ID: last.ID})
+		next := cursor.Encode(Position{CreatedAt: last.AttemptedAt, ID: last.ID})
 		page.NextCursor = &next
 	}
 	for _, a := range list {

@@ -2,13 +2,11 @@ package webhooks
 
 import (
 	"context"
-	"encoding/base64"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/outbox"
 )
 
@@ -22,30 +20,6 @@ const (
 	DefaultAttemptLimit = 20
 	MaxAttemptLimit     = 100
 )
-
-// Cursors are opaque to clients: base64url of "<unix microseconds>.<id>",
-// a Position. The events API and the attempts listing share the format.
-func encodeCursor(p Position) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.CreatedAt.UnixMicro(), 10) + "." + p.ID))
-}
-
-func decodeCursor(c string) (Position, error) {
-	bad := func() (Position, error) {
-		e := apperr.New(apperr.InvalidCursor, "cursor was not issued by this operation")
-		e.Field = "cursor"
-		return Position{}, e
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return bad()
-	}
-	us, id, ok := strings.Cut(string(raw), ".")
-	n, err := strconv.ParseInt(us, 10, 64)
-	if !ok || err != nil || n < 0 || len(id) > 64 {
-		return bad()
-	}
-	return Position{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
-}
 
 // EventParams select a page of events (xpromo.EventParams, as the API
 // reads them).
@@ -92,7 +66,7 @@ func (s *Service) ListEvents(ctx context.Context, appID string, p EventParams) (
 	pos := Position{CreatedAt: p.Since}
 	if p.Cursor != "" {
 		var err error
-		if pos, err = decodeCursor(p.Cursor); err != nil {
+		if pos, err = cursor.Decode(p.Cursor); err != nil {
 			return xpromo.EventPage{}, err
 		}
 	}
@@ -136,7 +110,7 @@ func (s *Service) ListEvents(ctx context.Context, appID string, p EventParams) (
 			} else if p.Cursor != "" {
 				next = pos // repeat the cursor given
 			}
-			page.NextCursor = encodeCursor(next)
+			page.NextCursor = cursor.Encode(next)
 			return page, nil
 		}
 		select {

@@ -93,24 +93,3 @@ func FuzzCheckURL(f *testing.F) {
 		}
 	})
 }
-
-// Any cursor: decoded or refused with invalid_cursor; what encodes decodes
-// back.
-func FuzzDecodeCursor(f *testing.F) {
-	f.Add(encodeCursor(Position{ID: "evt_1"}))
-	f.Add("!!")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, c string) {
-		p, err := decodeCursor(c)
-		if err != nil {
-			if code(err) != apperr.InvalidCursor {
-				t.Fatalf("%q: %v", c, err)
-			}
-			return
-		}
-		q, err := decodeCursor(encodeCursor(p))
-		if err != nil || !q.CreatedAt.Equal(p.CreatedAt) || q.ID != p.ID {
-			t.Fatalf("%q: %+v does not round-trip (%+v, %v)", c, p, q, err)
-		}
-	})
-}

@@ -30,6 +30,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/outbox"
 )
 
@@ -175,10 +176,7 @@ func (a Attempt) Wire() xpromo.WebhookAttempt {
 // Position is a place in an app's event log: after the event (CreatedAt,
 // ID), in the order (created_at, id). An empty ID is before every event of
 // that instant.
-type Position struct {
-	CreatedAt time.Time
-	ID        string
-}
+type Position = cursor.Position
 
 // EventQuery selects a page of an app's events.
 type EventQuery struct {
