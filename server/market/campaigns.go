@@ -218,12 +218,9 @@ func (s *Service) setPaused(ctx context.Context, caller, id string, paused bool)
 	now := s.recordTime()
 	var out Campaign
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
-		c, found, err := tx.CampaignByID(ctx, id)
+		c, err := ownCampaign(ctx, tx, caller, id, false)
 		if err != nil {
 			return err
-		}
-		if !found || c.AppID != caller {
-			return campaignNotFound()
 		}
 		wasPaused := c.Paused
 		c.Paused = paused

@@ -74,12 +74,9 @@ func (s *Service) GetCampaign(ctx context.Context, caller, id string) (Campaign,
 	day := UTCDay(s.Now())
 	var out Campaign
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
-		c, found, err := tx.CampaignByID(ctx, id)
+		c, err := ownCampaign(ctx, tx, caller, id, false)
 		if err != nil {
 			return err
-		}
-		if !found || c.AppID != caller {
-			return campaignNotFound()
 		}
 		f, err := readFacts(ctx, tx, c.AppID)
 		if err != nil {
@@ -144,6 +141,24 @@ func (f facts) describe(c Campaign) Campaign {
 
 func campaignNotFound() error { return apperr.New(apperr.NotFound, "campaign not found") }
 
+// ownCampaign reads caller's campaign id, locked for a change of its
+// settings when lock is set. Another app's campaign answers not_found,
+// exactly like a missing one.
+func ownCampaign(ctx context.Context, tx Tx, caller, id string, lock bool) (Campaign, error) {
+	read := tx.CampaignByID
+	if lock {
+		read = tx.LockCampaign
+	}
+	c, found, err := read(ctx, id)
+	if err != nil {
+		return Campaign{}, err
+	}
+	if !found || c.AppID != caller {
+		return Campaign{}, campaignNotFound()
+	}
+	return c, nil
+}
+
 // UpdateCampaignRequest is a change of a campaign's settings: nil fields
 // stay as they are. SetMaxBid says the bid changes, to MaxBidCents (nil: a
 // floor buyer).
@@ -180,12 +195,9 @@ func (s *Service) UpdateCampaign(ctx context.Context, caller, id string, req Upd
 	now := s.recordTime()
 	var out Campaign
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
-		c, found, err := tx.LockCampaign(ctx, id)
+		c, err := ownCampaign(ctx, tx, caller, id, true)
 		if err != nil {
 			return err
-		}
-		if !found || c.AppID != caller {
-			return campaignNotFound()
 		}
 		next := c
 		if req.DailyBudgetCents != nil {
