@@ -40,6 +40,9 @@ const (
 	UnknownParameter  = "unknown_parameter"
 	InvalidCharacters = "invalid_characters"
 	TooLong           = "too_long"
+	JSONTooDeep       = "json_too_deep"
+	JSONTooWide       = "json_too_wide"
+	JSONKeyTooLong    = "json_key_too_long"
 
 	// Field validation (422).
 	InvalidName          = "invalid_name"
@@ -193,6 +196,9 @@ func init() {
 	def(UnknownParameter, 400, "The query string has a parameter the operation does not define (the message lists the ones it does).")
 	def(InvalidCharacters, 422, "A string of the body holds a control character (U+0000–U+001F, U+007F–U+009F: no tabs or newlines either) or an invisible formatting character (the bidirectional embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, the marks U+200E, U+200F and U+061C, U+2028, U+2029, U+FEFF), and the field has no code of its own (`name` answers `invalid_name`, `note` `invalid_note`, …).")
 	def(TooLong, 422, "A string of the body (or a header parameter such as `Prefer`) is longer than its `maxLength` in openapi.json, or an array has more items than its `maxItems` (the message names the field), and the field has no code of its own.")
+	def(JSONTooDeep, 400, "A JSON body (a request's, or a message to `/mcp`) nests arrays and objects deeper than 32 levels. Refused before it is decoded, whatever else is wrong with it.")
+	def(JSONTooWide, 400, "A JSON body holds more than 10,000 values in all (arrays, objects, array items and object fields). Refused before it is decoded, whatever else is wrong with it.")
+	def(JSONKeyTooLong, 400, "An object key of a JSON body is longer than 256 bytes (no field of the API is). Refused before it is decoded, whatever else is wrong with it.")
 
 	def(InvalidName, 422, "`name` is longer than 200 characters, or holds a control or invisible formatting character (as listed under `invalid_characters`).")
 	def(InvalidPlatform, 422, "`platform` is not one of `mac`, `win`.")
