@@ -16,7 +16,10 @@
 //   - only http and https URLs are fetched (https only with RequireHTTPS),
 //     redirects are bounded and never go from https to http;
 //   - the whole request, body included, has a deadline, and reading more than
-//     MaxResponseBytes of a body fails with ErrResponseTooLarge.
+//     MaxResponseBytes of a body fails with ErrResponseTooLarge. The bytes
+//     counted are the ones the caller reads: when the transport asked for
+//     gzip and inflates the answer itself, the inflated ones, so a
+//     compression bomb stops at the limit like any other long answer.
 package outbound
 
 import (
