@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"strings"
 
 	wire "github.com/xpromo/xpromo/sdk/x402"
+	"github.com/xpromo/xpromo/server/jsonbound"
 )
 
 // Chain reads an EIP-3009 token's state over Ethereum JSON-RPC: whether an
@@ -115,10 +115,16 @@ func (c *Chain) call(ctx context.Context, method string, params []any, out any) 
 		return fmt.Errorf("x402: chain %s: %w", method, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	raw, err := jsonbound.Read(resp.Body, MaxChainAnswerBytes, jsonbound.Answer)
 	if err != nil {
 		return fmt.Errorf("x402: chain %s: %w", method, err)
 	}
+	return decodeRPC(method, resp.Status, raw, out)
+}
+
+// decodeRPC reads a JSON-RPC answer (raw, already within jsonbound.Answer)
+// into out.
+func decodeRPC(method, status string, raw []byte, out any) error {
 	var r struct {
 		Result json.RawMessage `json:"result"`
 		Error  *struct {
@@ -127,7 +133,7 @@ func (c *Chain) call(ctx context.Context, method string, params []any, out any) 
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("x402: chain %s answered %s, not JSON-RPC", method, resp.Status)
+		return fmt.Errorf("x402: chain %s answered %s, not JSON-RPC", method, status)
 	}
 	if r.Error != nil {
 		return fmt.Errorf("x402: chain %s: %d %s", method, r.Error.Code, r.Error.Message)

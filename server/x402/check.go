@@ -17,6 +17,7 @@ import (
 
 	wire "github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/jsonbound"
 )
 
 // Window rules, as facilitators apply them: validBefore at least
@@ -29,7 +30,8 @@ const (
 )
 
 // Decode decodes an X-PAYMENT header: the base64 (padded, or unpadded, or
-// URL-safe) of a JSON x402 v1 PaymentPayload for the exact EVM scheme.
+// URL-safe) of a JSON x402 v1 PaymentPayload for the exact EVM scheme, at
+// most 8 KiB, its JSON within jsonbound.Request (depth, values, key length).
 // Anything else is 400 invalid_payment_header.
 func Decode(h string) (wire.PaymentPayload, error) {
 	bad := func(why string) (wire.PaymentPayload, error) {
@@ -47,6 +49,11 @@ func Decode(h string) (wire.PaymentPayload, error) {
 				return bad("is not base64")
 			}
 		}
+	}
+	// The structure is bounded as a request body's is (docs/limits.md)
+	// before anything decodes it.
+	if err := jsonbound.Check(raw, jsonbound.Request); err != nil {
+		return bad("is not a JSON x402 PaymentPayload (" + err.Error() + ")")
 	}
 	var p wire.PaymentPayload
 	if err := json.Unmarshal(raw, &p); err != nil {

@@ -6,11 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	wire "github.com/xpromo/xpromo/sdk/x402"
+	"github.com/xpromo/xpromo/server/jsonbound"
+)
+
+// Bounds of the answers of other services (docs/limits.md): bytes read, and
+// the structure of the JSON within jsonbound.Answer. An answer beyond them
+// is no answer: ErrUnknown from the facilitator, an error from the chain
+// and the rate endpoint.
+const (
+	MaxFacilitatorAnswerBytes = 1 << 20
+	MaxChainAnswerBytes       = 4 << 20
+	MaxRateAnswerBytes        = 64 << 10
+	// maxRateChars bounds the rate's text before big.Rat reads it: an
+	// exponent as short as 1e9999999 would take seconds and megabytes.
+	maxRateChars = 40
 )
 
 // ErrUnknown marks a facilitator call whose outcome is unknown: no answer
@@ -76,16 +89,22 @@ func (f *Facilitator) post(ctx context.Context, path string, p wire.PaymentPaylo
 		return fmt.Errorf("%w: %s: %v", ErrUnknown, path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	raw, err := jsonbound.Read(resp.Body, MaxFacilitatorAnswerBytes, jsonbound.Answer)
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading the answer: %v", ErrUnknown, path, err)
 	}
-	if resp.StatusCode >= 500 || resp.StatusCode < 200 || (resp.StatusCode >= 300 && resp.StatusCode < 400) {
-		return fmt.Errorf("%w: %s answered %s", ErrUnknown, path, resp.Status)
+	return decodeAnswer(path, resp.StatusCode, raw, out, has)
+}
+
+// decodeAnswer reads a facilitator's answer (status, and raw, already within
+// the bounds of jsonbound.Answer) into out, or fails with ErrUnknown.
+func decodeAnswer(path string, status int, raw []byte, out any, has func(map[string]json.RawMessage) bool) error {
+	if status >= 500 || status < 200 || (status >= 300 && status < 400) {
+		return fmt.Errorf("%w: %s answered %d", ErrUnknown, path, status)
 	}
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(raw, &probe) != nil || !has(probe) || json.Unmarshal(raw, out) != nil {
-		return fmt.Errorf("%w: %s answered %s with no x402 response", ErrUnknown, path, resp.Status)
+		return fmt.Errorf("%w: %s answered %d with no x402 response", ErrUnknown, path, status)
 	}
 	return nil
 }

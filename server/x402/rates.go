@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/xpromo/xpromo/server/jsonbound"
 )
 
 // RateSource asks a rate endpoint for the EUR→USD rate that prices x402
@@ -59,13 +61,19 @@ func (r *RateSource) fetch(ctx context.Context) (*big.Rat, error) {
 		return nil, fmt.Errorf("x402: rate endpoint: %w", err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw, err := jsonbound.Read(resp.Body, MaxRateAnswerBytes, jsonbound.Answer)
 	if err != nil {
 		return nil, fmt.Errorf("x402: rate endpoint: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("x402: rate endpoint answered %s", resp.Status)
 	}
+	return parseRate(raw)
+}
+
+// parseRate reads a rate endpoint's 200 answer (raw, already within
+// jsonbound.Answer).
+func parseRate(raw []byte) (*big.Rat, error) {
 	var body struct {
 		Rate json.Number `json:"rate"`
 	}
@@ -74,6 +82,9 @@ func (r *RateSource) fetch(ctx context.Context) (*big.Rat, error) {
 	if err := dec.Decode(&body); err != nil {
 		// A string rate decodes into json.Number too; anything else does not.
 		return nil, fmt.Errorf("x402: rate endpoint answered no {\"rate\": …} object")
+	}
+	if len(body.Rate) > maxRateChars || strings.ContainsAny(string(body.Rate), "eE") {
+		return nil, fmt.Errorf("x402: rate endpoint answered rate %.40q, not a plain decimal of at most %d characters", body.Rate, maxRateChars)
 	}
 	rate, ok := new(big.Rat).SetString(body.Rate.String())
 	if !ok || rate.Sign() <= 0 || rate.Cmp(big.NewRat(1000, 1)) > 0 {
