@@ -7,15 +7,18 @@
 package stripe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	stripego "github.com/stripe/stripe-go/v85"
 
+	"github.com/xpromo/xpromo/server/jsonbound"
 	"github.com/xpromo/xpromo/server/payments"
 )
 
@@ -63,12 +66,53 @@ func New(cfg Config) *Provider {
 	}
 	backends := stripego.NewBackendsWithConfig(&stripego.BackendConfig{
 		URL:               stripego.String(strings.TrimRight(cfg.APIURL, "/")),
-		HTTPClient:        cfg.HTTPClient,
+		HTTPClient:        boundAnswers(cfg.HTTPClient),
 		MaxNetworkRetries: cfg.MaxNetworkRetries,
 		LeveledLogger:     &stripego.LeveledLogger{Level: stripego.LevelNull},
 		EnableTelemetry:   stripego.Bool(false),
 	})
 	return &Provider{sc: stripego.NewClient(cfg.SecretKey, stripego.WithBackends(backends)), cfg: cfg}
+}
+
+// MaxAnswerBytes bounds what is read of one answer of Stripe's API (after
+// the transport inflates it), whatever the HTTP client allows; its JSON is
+// held to jsonbound.Answer before stripe-go decodes it (docs/limits.md).
+// Stripe's objects are a few KiB, and the pages the provider lists hold at
+// most ten of them.
+const MaxAnswerBytes = 1 << 20
+
+// boundAnswers returns a copy of c (nil: a client with stripe-go's 80-second
+// timeout) whose answers are read whole, within MaxAnswerBytes and
+// jsonbound.Answer, before stripe-go sees them. An answer beyond the bounds
+// is a transport error: stripe-go retries it as it would a cut connection,
+// then the operation fails as for an unreachable Stripe.
+func boundAnswers(c *http.Client) *http.Client {
+	b := http.Client{Timeout: 80 * time.Second}
+	if c != nil {
+		b = *c
+	}
+	next := b.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	b.Transport = boundedAnswers{next: next}
+	return &b
+}
+
+type boundedAnswers struct{ next http.RoundTripper }
+
+func (t boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := jsonbound.Read(resp.Body, MaxAnswerBytes, jsonbound.Answer)
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("stripe: the answer to %s %s is beyond the bounds of an answer: %w", req.Method, req.URL.Path, err)
+	}
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+	return resp, nil
 }
 
 // Livemode reports whether the key is a live one: its events must say

@@ -240,6 +240,7 @@ func FuzzReceivePaymentEvent(f *testing.F) {
 	f.Add(stripe.EventDisputeClosed, `{"id":"dp_1","charge":{"id":"ch_1"},"payment_intent":{"id":"pi_1"}}`)
 	f.Add(stripe.EventChargeRefunded, `{"id":7}`)
 	f.Add(stripe.EventDisputeCreated, `[]`)
+	f.Add(stripe.EventChargeRefunded, strings.Repeat(`{"a":`, 40)+`1`+strings.Repeat(`}`, 40))
 	f.Fuzz(func(t *testing.T, typ, obj string) {
 		rec := &recordingPayments{}
 		w := &stripe.Webhook{Secrets: []string{"whsec_fuzz"}, Payments: rec, Now: func() time.Time { return now }}

@@ -16,6 +16,7 @@ import (
 	stripego "github.com/stripe/stripe-go/v85"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/jsonbound"
 	"github.com/xpromo/xpromo/server/payments"
 )
 
@@ -144,7 +145,9 @@ type event struct {
 // Receive verifies and applies one delivery: a checkout session's events
 // (ApplyCheckout), or a refund or dispute of a top-up's payment
 // (ApplyPaymentEvent). An error is the HTTP answer (400 invalid_signature
-// for a bad signature, 400 malformed_json for a body that is not an event,
+// for a bad signature, 400 json_too_deep, json_too_wide or
+// json_key_too_long for a signed body beyond jsonbound.Request, which no
+// Stripe event comes near, 400 malformed_json for a body that is not an event,
 // 409 payment_not_credited for a refund or dispute of a session not
 // credited yet, else a 500; Stripe redelivers on either); nil answers 200, also for events ignored
 // (another type, another mode, a session or payment of another
@@ -163,6 +166,9 @@ func (w *Webhook) Receive(ctx context.Context, payload []byte, header string) er
 	if err := Verify(payload, header, w.Secrets, now(), tol); err != nil {
 		w.log().WarnContext(ctx, "stripe webhook refused", "error", err.Error())
 		return apperr.New(apperr.InvalidSignature, "%s", err.Error())
+	}
+	if err := jsonbound.Check(payload, jsonbound.Request); err != nil {
+		return boundRefusal(err)
 	}
 	var ev event
 	if err := json.Unmarshal(payload, &ev); err != nil || ev.ID == "" || ev.Object != "event" {
@@ -282,4 +288,17 @@ func (w *Webhook) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return w.Log
+}
+
+// boundRefusal is the answer to a body beyond jsonbound.Request: the code
+// the API gives any such body.
+func boundRefusal(err error) error {
+	var e *jsonbound.Error
+	if !errors.As(err, &e) {
+		return apperr.New(apperr.MalformedJSON, "the body is not a Stripe event: %v", err)
+	}
+	code := map[jsonbound.Kind]string{
+		jsonbound.TooDeep: apperr.JSONTooDeep, jsonbound.TooWide: apperr.JSONTooWide, jsonbound.KeyTooLong: apperr.JSONKeyTooLong,
+	}[e.Kind]
+	return apperr.New(code, "%s", e.Error())
 }
