@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/xpromo/xpromo/server/jsonbound"
 )
 
 // ErrMalformedAnswer: the server's answer is not an RDAP document this
@@ -36,12 +38,16 @@ type event struct {
 }
 
 // parseRegistration reads the registration date of domain (A-label,
-// lower-case) from an RDAP domain answer.
+// lower-case) from an RDAP domain answer, whose structure is first held to
+// jsonbound.Answer (its bytes to maxAnswerBytes by Client.get).
 //
 // When there are several "registration" events it returns the latest: a
 // domain deleted and registered again is as old as its last registration,
 // and the later date is the cautious one for an age check.
 func parseRegistration(body []byte, domain string) (time.Time, error) {
+	if err := jsonbound.Check(body, jsonbound.Answer); err != nil {
+		return time.Time{}, fmt.Errorf("%w: %v", ErrMalformedAnswer, err)
+	}
 	var d domainObject
 	if err := json.Unmarshal(body, &d); err != nil {
 		return time.Time{}, fmt.Errorf("%w: %v", ErrMalformedAnswer, err)
@@ -87,6 +93,9 @@ type registry map[string][]string
 // parseBootstrap reads an RFC 9224 DNS bootstrap file. Base URLs that are
 // not absolute http(s) URLs are dropped; a suffix left without any is too.
 func parseBootstrap(body []byte) (registry, error) {
+	if err := jsonbound.Check(body, jsonbound.Answer); err != nil {
+		return nil, fmt.Errorf("%w: bootstrap file: %v", ErrMalformedAnswer, err)
+	}
 	var f bootstrapFile
 	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, fmt.Errorf("%w: bootstrap file: %v", ErrMalformedAnswer, err)

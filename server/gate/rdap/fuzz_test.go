@@ -14,6 +14,7 @@ func FuzzParseRegistration(f *testing.F) {
 	f.Add([]byte(`{"objectClassName":"domain","events":null}`), "a.b")
 	f.Add([]byte(`{"errorCode":404,"title":"Not Found"}`), "a.b")
 	f.Add([]byte(`[]`), "")
+	f.Add([]byte(strings.Repeat("[", 100)+strings.Repeat("]", 100)), "a.b") // beyond jsonbound.Answer's depth
 	f.Fuzz(func(t *testing.T, body []byte, domain string) {
 		got, err := parseRegistration(body, domain)
 		if err == nil {
