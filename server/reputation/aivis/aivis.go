@@ -30,13 +30,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/xpromo/xpromo/server/jsonbound"
 	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/reputation"
 )
@@ -269,12 +269,11 @@ func (c *Client) complete(ctx context.Context, user string) (content, model stri
 		return "", "", 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	// A chat completion within maxAnswerBytes and jsonbound.Answer, or the
+	// endpoint is unavailable (an error page is read under the same bounds).
+	raw, err := jsonbound.Read(resp.Body, maxAnswerBytes, jsonbound.Answer)
 	if err != nil {
 		return "", "", 0, fmt.Errorf("%w: reading the answer: %w", ErrUnavailable, err)
-	}
-	if len(raw) > maxAnswerBytes {
-		return "", "", 0, fmt.Errorf("%w: answer larger than %d bytes", ErrUnavailable, maxAnswerBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {

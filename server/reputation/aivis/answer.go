@@ -7,7 +7,13 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/xpromo/xpromo/server/jsonbound"
 )
+
+// answerLimits bound the model's answer before it is decoded: four fields of
+// scalars, so anything nested or wide is refused whole (docs/limits.md).
+var answerLimits = jsonbound.Limits{MaxDepth: 4, MaxValues: 64, MaxKeyBytes: 64}
 
 // ParseAnswer reads the model's answer strictly: exactly one JSON object
 // (surrounding whitespace allowed, nothing else: no code fence, no prose),
@@ -25,6 +31,9 @@ func ParseAnswer(content string) (Answer, error) {
 	data := bytes.TrimSpace([]byte(content))
 	if len(data) == 0 || data[0] != '{' {
 		return Answer{}, fmt.Errorf("%w: not a JSON object", ErrUnparseable)
+	}
+	if err := jsonbound.Check(data, answerLimits); err != nil {
+		return Answer{}, fmt.Errorf("%w: %v", ErrUnparseable, err)
 	}
 	if err := checkKeys(data); err != nil {
 		return Answer{}, err

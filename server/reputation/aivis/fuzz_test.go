@@ -15,6 +15,7 @@ func FuzzParseAnswer(f *testing.F) {
 		"```json\n{}\n```",
 		`{"known":true,"known":false}`,
 		`[`, ``, `null`,
+		`{"known":true,"familiarity":[[[[[1]]]]],"sentiment":0,"summary":""}`, // beyond answerLimits
 	} {
 		f.Add(s)
 	}

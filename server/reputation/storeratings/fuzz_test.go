@@ -2,6 +2,7 @@ package storeratings
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -11,6 +12,7 @@ import (
 func FuzzParseLookup(f *testing.F) {
 	f.Add([]byte(`{"resultCount":1,"results":[{"kind":"mac-software","bundleId":"a.b","averageUserRating":4.6,"userRatingCount":3000}]}`), "a.b")
 	f.Add([]byte(`{"resultCount":0,"results":[]}`), "a.b")
+	f.Add([]byte(`{"resultCount":1,"results":`+strings.Repeat("[", 70)+strings.Repeat("]", 70)+`}`), "a.b") // beyond jsonbound.Answer
 	f.Add([]byte(`{"resultCount":1,"results":[{"kind":"mac-software","bundleId":"a.b","averageUserRating":1e400,"userRatingCount":1}]}`), "a.b")
 	f.Add([]byte(`{"resultCount":1,"results":[{"kind":"mac-software","bundleId":"","userRatingCount":9999999999999}]}`), "")
 	f.Fuzz(func(t *testing.T, body []byte, bundleID string) {

@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xpromo/xpromo/server/jsonbound"
 	"github.com/xpromo/xpromo/server/outbound"
 	"github.com/xpromo/xpromo/server/reputation"
 )
@@ -202,8 +203,12 @@ type lookupAnswer struct {
 // of the "mac-software" result with exactly that bundle id; an error
 // wrapping ErrNotListed when there is none, ErrNoRatings when it has no
 // ratings, ErrUnavailable when the answer is not a lookup answer or its
-// numbers are out of range (an average outside 0–5, a negative count).
+// numbers are out of range (an average outside 0–5, a negative count), or
+// its structure is beyond jsonbound.Answer.
 func ParseLookup(body []byte, bundleID string) (Ratings, error) {
+	if err := jsonbound.Check(body, jsonbound.Answer); err != nil {
+		return Ratings{}, fmt.Errorf("%w: not a lookup answer: %v", ErrUnavailable, err)
+	}
 	var a lookupAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
 		return Ratings{}, fmt.Errorf("%w: not a lookup answer: %v", ErrUnavailable, err)
