@@ -22,8 +22,9 @@
 //
 // Limits: a feed says what its publisher wrote; the dates are not checked
 // against the downloads. Feeds are refused beyond MaxFeedBytes or MaxItems,
-// with a DOCTYPE (so no DTD, no entity expansion) or in an encoding other
-// than UTF-8.
+// or the bounds of their structure (MaxDepth, MaxElements, MaxAttributes,
+// MaxTagBytes, MaxTokenBytes), with a DOCTYPE (so no DTD, no entity expansion) or in an
+// encoding other than UTF-8.
 package appcast
 
 import (
@@ -42,6 +43,13 @@ import (
 const (
 	MaxFeedBytes = 4 << 20 // release notes are often inline; 4 MiB is plenty
 	MaxItems     = 5000
+	// The structure's bounds (Parse): an appcast is rss/channel/item/field,
+	// release notes inline as one text or CDATA section each.
+	MaxDepth      = 32
+	MaxElements   = 50_000 // ten an item
+	MaxAttributes = 64
+	MaxTagBytes   = 16 << 10
+	MaxTokenBytes = 256 << 10
 )
 
 // Scoring windows.

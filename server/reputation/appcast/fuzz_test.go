@@ -13,6 +13,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><rss><channel/></rss>`))
 	f.Add([]byte(`<rss><channel><item><pubDate>x</pubDate></item></channel></rss>`))
 	f.Add([]byte(`<feed/>`))
+	f.Add([]byte(`<rss><channel>` + strings.Repeat("<a>", 40) + `</channel></rss>`))        // beyond MaxDepth
+	f.Add([]byte(`<rss><channel><a ` + strings.Repeat(`b="" `, 70) + `/></channel></rss>`)) // beyond MaxAttributes
 	now := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		feed, err := Parse(data)

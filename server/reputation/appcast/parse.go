@@ -1,7 +1,6 @@
 package appcast
 
 import (
-	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -58,32 +57,39 @@ type wireEnclosure struct {
 }
 
 // Parse reads an appcast. It refuses (ErrInvalid) anything but an RSS
-// document with a channel: a DOCTYPE (no DTD is ever read, so no entity
-// can expand), an encoding other than UTF-8, more than MaxFeedBytes or
-// MaxItems, or items of which none has a readable date. An item without a
-// readable pubDate is counted in Undated and skipped.
+// document with a channel: a DOCTYPE or any other <!…> declaration (no DTD
+// is ever read, so no entity can expand), an encoding other than UTF-8, more
+// than MaxFeedBytes or MaxItems, a structure beyond the bounds below, or
+// items of which none has a readable date. An item without a readable
+// pubDate is counted in Undated and skipped.
+//
+// The structure is bounded token by token as the feed is decoded, before
+// any token beyond a bound is stored: elements nested at most MaxDepth deep,
+// at most MaxElements of them and MaxAttributes on one, no tag (with its
+// attributes) longer than MaxTagBytes and no text, CDATA section or comment
+// longer than MaxTokenBytes, so neither a deep, a wide nor a long-attribute
+// feed costs more memory than a few times its size.
 func Parse(data []byte) (Feed, error) {
 	if len(data) > MaxFeedBytes {
 		return Feed{}, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, MaxFeedBytes)
 	}
-	d := xml.NewDecoder(bytes.NewReader(data))
-	d.CharsetReader = func(charset string, r io.Reader) (io.Reader, error) {
+	src := &budgetReader{data: data}
+	src.budget = src.next(0)
+	raw := xml.NewDecoder(src) // src is an io.ByteReader: read as is, without a buffer ahead
+	raw.CharsetReader = func(charset string, r io.Reader) (io.Reader, error) {
 		switch strings.ToLower(charset) {
 		case "utf-8", "utf8", "us-ascii":
 			return r, nil
 		}
 		return nil, fmt.Errorf("encoding %q is not UTF-8", charset)
 	}
-	// Everything before the root element: the XML declaration, comments,
-	// and a DOCTYPE, which is refused.
+	d := xml.NewTokenDecoder(&boundedTokens{d: raw, src: src})
+	// Everything before the root element: the XML declaration, comments.
 	var root xml.StartElement
 	for {
 		tok, err := d.Token()
 		if err != nil {
 			return Feed{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		if dir, ok := tok.(xml.Directive); ok {
-			return Feed{}, fmt.Errorf("%w: a <!%.20s> declaration (DTDs are refused)", ErrInvalid, dir)
 		}
 		if se, ok := tok.(xml.StartElement); ok {
 			root = se
@@ -99,9 +105,6 @@ func Parse(data []byte) (Feed, error) {
 	}
 	if w.Channel == nil {
 		return Feed{}, fmt.Errorf("%w: no <channel>", ErrInvalid)
-	}
-	if len(w.Channel.Items) > MaxItems {
-		return Feed{}, fmt.Errorf("%w: more than %d items", ErrInvalid, MaxItems)
 	}
 	f := Feed{Title: strings.TrimSpace(w.Channel.Title)}
 	for _, it := range w.Channel.Items {
@@ -243,4 +246,97 @@ func zoneOffset(z string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("zone %q", z)
+}
+
+// budgetReader hands the decoder data byte by byte, and no more than budget
+// bytes past the end of the last token: a token longer than MaxTokenBytes
+// fails while it is being read, before the decoder has built it.
+type budgetReader struct {
+	data   []byte
+	pos    int
+	budget int // bytes allowed up to, excluding
+}
+
+var errTokenTooLong = fmt.Errorf("a tag longer than %d bytes, or a text, CDATA section or comment longer than %d", MaxTagBytes, MaxTokenBytes)
+
+// next returns the budget of the token starting at offset: MaxTagBytes for
+// a tag (whose attributes the decoder builds all at once), MaxTokenBytes for
+// a text, a CDATA section or a comment. The decoder may hold one byte read
+// ahead, which the budget allows for.
+func (r *budgetReader) next(offset int) int {
+	rest := r.data[min(offset, len(r.data)):]
+	if len(rest) > 1 && rest[0] == '<' && rest[1] != '!' {
+		return offset + 1 + MaxTagBytes
+	}
+	return offset + 1 + MaxTokenBytes
+}
+
+func (r *budgetReader) ReadByte() (byte, error) {
+	if r.pos >= len(r.data) {
+		return 0, io.EOF
+	}
+	if r.pos >= r.budget {
+		return 0, errTokenTooLong
+	}
+	r.pos++
+	return r.data[r.pos-1], nil
+}
+
+// Read makes it an io.Reader too, as a CharsetReader is handed one.
+func (r *budgetReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c, err := r.ReadByte()
+		if err != nil {
+			if n > 0 && err == io.EOF {
+				return n, nil
+			}
+			return n, err
+		}
+		p[n] = c
+		n++
+	}
+	return n, nil
+}
+
+// boundedTokens is the decoder's token stream with the feed's bounds on
+// structure held: it counts depth, elements, attributes and items as each
+// token passes, and gives the next token its byte budget.
+type boundedTokens struct {
+	d                      *xml.Decoder
+	src                    *budgetReader
+	depth, elements, items int
+}
+
+func (b *boundedTokens) Token() (xml.Token, error) {
+	// RawToken: the decoder over boundedTokens translates name spaces and
+	// matches end tags, once.
+	tok, err := b.d.RawToken()
+	if err != nil {
+		return nil, err
+	}
+	b.src.budget = b.src.next(int(b.d.InputOffset()))
+	switch t := tok.(type) {
+	case xml.StartElement:
+		b.depth++
+		b.elements++
+		switch {
+		case b.depth > MaxDepth:
+			return nil, fmt.Errorf("elements nest deeper than %d levels", MaxDepth)
+		case b.elements > MaxElements:
+			return nil, fmt.Errorf("more than %d elements", MaxElements)
+		case len(t.Attr) > MaxAttributes:
+			return nil, fmt.Errorf("<%s> has more than %d attributes", t.Name.Local, MaxAttributes)
+		}
+		if b.depth == 3 && t.Name.Local == "item" { // rss/channel/item
+			if b.items++; b.items > MaxItems {
+				return nil, fmt.Errorf("more than %d items", MaxItems)
+			}
+		}
+	case xml.EndElement:
+		b.depth--
+	case xml.Directive:
+		return nil, fmt.Errorf("a <!%.20s> declaration (DTDs are refused)", t)
+	}
+	return tok, nil
 }
