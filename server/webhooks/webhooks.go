@@ -49,6 +49,9 @@ const (
 	RotationOverlap = 24 * time.Hour
 	// ExcerptBytes is how much of a receiver's answer an attempt keeps.
 	ExcerptBytes = 1024
+	// DrainBytes is the most read of an answer past its excerpt, to reuse
+	// the connection; a longer answer closes it.
+	DrainBytes = 64 << 10
 )
 
 // Schedule is the wait before each retry: the first attempt is made as soon

@@ -265,8 +265,12 @@ func (s *Service) attempt(ctx context.Context, c Claimed) Result {
 		res, err = s.Client.Do(req)
 	}
 	if err == nil {
+		// The answer is the receiver's: ExcerptBytes are kept, at most
+		// DrainBytes more read so that the connection can be reused, and a
+		// longer answer is cut with the connection (whatever the client's
+		// own limit).
 		excerpt, _ := io.ReadAll(io.LimitReader(res.Body, ExcerptBytes))
-		_, _ = io.Copy(io.Discard, res.Body) // so the connection is reused
+		_, _ = io.CopyN(io.Discard, res.Body, DrainBytes)
 		res.Body.Close()
 		a.StatusCode, a.Excerpt = res.StatusCode, textExcerpt(excerpt)
 		a.Succeeded = res.StatusCode >= 200 && res.StatusCode < 300
