@@ -26,6 +26,7 @@ func fuzzSeeds(f *testing.F) {
 	eddsa := resign(pubKeys.Private, header(AlgEdDSA, pubKeys.ID, TypClick), string(c.PayloadJSON))
 	f.Add(eddsa)
 	f.Add(resign(pubKeys.Private, header(AlgEd25519, pubKeys.ID, TypClick), `{"jti":1,"jti":2}`))
+	f.Add(resign(pubKeys.Private, header(AlgEd25519, pubKeys.ID, TypClick), `{"jti":`+strings.Repeat("[", 20)+strings.Repeat("]", 20)+`}`)) // beyond maxJSONDepth
 	f.Add(resign(advKeys.Private, header(AlgEd25519, advKeys.ID, TypInstall), `{"th":"","dev":[{"a":1,"a":2}],"cat":1,"app":"x"}`))
 	f.Add("")
 	f.Add("..")

@@ -228,6 +228,7 @@ func decodeObjectWalk(data []byte, dst any, names ...string) error {
 		return errors.New("not a JSON object")
 	}
 	seen := make(map[string]bool, len(names))
+	values := 0
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
@@ -245,7 +246,7 @@ func decodeObjectWalk(data []byte, dst any, names ...string) error {
 		if !known {
 			return fmt.Errorf("unknown member %q", key)
 		}
-		if err := skipValue(dec); err != nil {
+		if err := skipValue(dec, 2, &values); err != nil {
 			return err
 		}
 	}
@@ -266,12 +267,30 @@ func decodeObjectWalk(data []byte, dst any, names ...string) error {
 	return nil
 }
 
-// skipValue consumes one JSON value from dec, refusing duplicate member
-// names in any object inside it.
-func skipValue(dec *json.Decoder) error {
+// Bounds of the token walk (MaxTokenSize bounds the bytes): claims are
+// flat, so a member nested deeper, or more values than any message has,
+// is refused before the walk recurses or allocates further.
+const (
+	maxJSONDepth  = 4
+	maxJSONValues = 256
+)
+
+// skipValue consumes one JSON value at depth (the claims object is 1) from
+// dec, refusing duplicate member names in any object inside it, and values
+// nested deeper than maxJSONDepth or more than maxJSONValues in all
+// (*values counts them).
+func skipValue(dec *json.Decoder, depth int, values *int) error {
+	if *values++; *values > maxJSONValues {
+		return fmt.Errorf("more than %d JSON values", maxJSONValues)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return err
+	}
+	if tok == json.Delim('{') || tok == json.Delim('[') {
+		if depth > maxJSONDepth {
+			return fmt.Errorf("JSON nested deeper than %d levels", maxJSONDepth)
+		}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -286,7 +305,7 @@ func skipValue(dec *json.Decoder) error {
 				return fmt.Errorf("duplicate member %q", key)
 			}
 			seen[key] = true
-			if err := skipValue(dec); err != nil {
+			if err := skipValue(dec, depth+1, values); err != nil {
 				return err
 			}
 		}
@@ -294,7 +313,7 @@ func skipValue(dec *json.Decoder) error {
 		return err
 	case json.Delim('['):
 		for dec.More() {
-			if err := skipValue(dec); err != nil {
+			if err := skipValue(dec, depth+1, values); err != nil {
 				return err
 			}
 		}

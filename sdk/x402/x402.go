@@ -154,9 +154,17 @@ func Encode(v any) (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
-// DecodeResponse decodes an X-PAYMENT-RESPONSE header.
+// maxResponseHeader bounds an X-PAYMENT-RESPONSE: a settlement response is
+// a few short strings (its JSON flat, so its depth and width are bounded by
+// the size).
+const maxResponseHeader = 8 << 10
+
+// DecodeResponse decodes an X-PAYMENT-RESPONSE header of at most 8 KiB.
 func DecodeResponse(h string) (SettleResponse, error) {
 	var r SettleResponse
+	if len(h) > maxResponseHeader {
+		return r, fmt.Errorf("x402: X-PAYMENT-RESPONSE is longer than %d bytes", maxResponseHeader)
+	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h))
 	if err != nil {
 		return r, fmt.Errorf("x402: X-PAYMENT-RESPONSE is not base64: %w", err)

@@ -46,10 +46,16 @@ const (
 	DefaultTimeout = time.Minute
 )
 
-// maxResponseBytes bounds how much of a response body is read (32 MiB): far
-// above any answer of the API, low enough that a broken proxy cannot exhaust
-// the caller's memory.
-const maxResponseBytes = 32 << 20
+// maxResponseBytes bounds how much of a response body is read (32 MiB), as
+// the transport inflates it: far above any answer of the API, low enough
+// that a broken proxy or a compression bomb cannot exhaust the caller's
+// memory. A longer answer is ErrResponseTooLarge, never decoded truncated.
+// A variable only so that the test of the bound need not send 32 MiB.
+var maxResponseBytes = 32 << 20
+
+// ErrResponseTooLarge: an answer longer than 32 MiB, which no operation of
+// the API sends (a proxy's or a counterfeit server's); nothing is decoded.
+var ErrResponseTooLarge = errors.New("xpromo: the answer is larger than 32 MiB")
 
 // Header names the client sends or reads.
 const (
@@ -374,9 +380,12 @@ func (c *Client) call(ctx context.Context, r request, out any, opts []CallOption
 	if cc.resp != nil {
 		*cc.resp = meta
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxResponseBytes)+1))
 	if err != nil {
 		return meta, fmt.Errorf("xpromo: %s %s: reading the answer: %w", r.method, r.path, err)
+	}
+	if len(body) > maxResponseBytes {
+		return meta, fmt.Errorf("xpromo: %s %s: %w (request %s)", r.method, r.path, ErrResponseTooLarge, meta.RequestID)
 	}
 	success := resp.StatusCode >= 200 && resp.StatusCode < 300
 	for _, s := range r.ok {
