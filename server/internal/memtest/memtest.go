@@ -39,16 +39,15 @@ type Bomb struct {
 }
 
 // JSONBombs returns one bomb of each class for a parser that reads at most
-// maxBytes: deep (arrays nested 100,000 levels), wide (a flat array of more
-// values than jsonbound.Answer allows), a long key (64 KiB), and huge (a
-// valid object one byte longer than maxBytes). The first three are each
-// under maxBytes when maxBytes is at least 1 MiB; below that they are cut
-// to maxBytes, still breaking the limits (depth and key length at once,
-// width when maxBytes allows 200,001 values, else they are too large).
+// maxBytes (at least 64 KiB): deep (arrays nested 100,000 levels, cut to
+// maxBytes), wide (a flat array of 250,001 values, more than
+// jsonbound.Answer allows, or too large below 512 KiB), a long key (2 KiB,
+// longer than either jsonbound limit allows), and huge (a valid object one
+// byte longer than maxBytes).
 func JSONBombs(maxBytes int) []Bomb {
 	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
 	wide := "[" + strings.Repeat("0,", 250_000) + "0]"
-	long := `{"` + strings.Repeat("k", 64<<10) + `":1}`
+	long := `{"` + strings.Repeat("k", 2<<10) + `":1}`
 	huge := `{"a":"` + strings.Repeat("x", maxBytes) + `"}`
 	cut := func(s string) []byte {
 		if len(s) > maxBytes {
