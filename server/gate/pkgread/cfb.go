@@ -13,6 +13,14 @@ import (
 // borrowed because every chain it follows comes from hostile bytes: each
 // sector chain is bounded by the number of sectors in the file, so a cyclic
 // FAT is an error instead of an endless loop.
+//
+// Bounds (Limits): the FAT, the directory and every stream read into memory
+// are at most MaxTOCBytes; at most MaxEntries directory entries; storages
+// nest at most MaxDepth deep; every directory entry belongs to one storage
+// (an entry reached twice, a cyclic sibling tree, is malformed); streams
+// copied out (CopyStream, for the signature's digest) are bounded by their
+// chain, and all of them together by twice the file's size, so
+// cross-linked chains cannot multiply the bytes read.
 type cfb struct {
 	r          io.ReaderAt
 	size       int64
@@ -23,16 +31,22 @@ type cfb struct {
 	dir        []cfbEntry
 	miniStream []byte
 	maxStream  int64
+	// children lists each storage's entries (by directory index), in
+	// sibling-tree order.
+	children map[uint32][]uint32
+	copied   int64 // bytes CopyStream has produced, all streams together
 }
 
 type cfbEntry struct {
-	name  string
-	typ   uint8 // 1 storage, 2 stream, 5 root
-	left  uint32
-	right uint32
-	child uint32
-	start uint32
-	size  uint64
+	name    string
+	typ     uint8 // 1 storage, 2 stream, 5 root
+	left    uint32
+	right   uint32
+	child   uint32
+	start   uint32
+	size    uint64
+	nameLen uint16 // bytes, with the terminating NUL
+	raw     []byte // the 128-byte directory entry
 }
 
 const (
@@ -42,9 +56,26 @@ const (
 	cfbMaxSector  = 0xFFFFFFFA
 )
 
-var errCFB = errors.New("malformed compound file")
+var (
+	errCFB         = errors.New("malformed compound file")
+	errCFBTooLarge = errors.New("compound file over a bound")
+	errCFBTooDeep  = errors.New("compound file storages nest too deep")
+)
 
-func openCFB(r io.ReaderAt, size, maxStream int64) (*cfb, error) {
+// cfbReason is the reason code of an openCFB or stream error.
+func cfbReason(err error) Reason {
+	switch {
+	case errors.Is(err, errCFBTooLarge):
+		return ReasonPackageTooLarge
+	case errors.Is(err, errCFBTooDeep):
+		return ReasonPackageTooDeep
+	}
+	return ReasonPackageUnreadable
+}
+
+func openCFB(r io.ReaderAt, size int64, lim Limits) (*cfb, error) {
+	lim = lim.withDefaults()
+	maxStream := lim.MaxTOCBytes
 	hdr := make([]byte, 512)
 	if _, err := r.ReadAt(hdr, 0); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", errCFB, err)
@@ -67,6 +98,9 @@ func openCFB(r io.ReaderAt, size, maxStream int64) (*cfb, error) {
 	numFAT := le.Uint32(hdr[44:])
 	if numFAT > numSectors {
 		return nil, fmt.Errorf("%w: %d FAT sectors in a file of %d", errCFB, numFAT, numSectors)
+	}
+	if int64(numFAT)*c.sectorSize > maxStream {
+		return nil, fmt.Errorf("%w: a FAT of %d sectors, more than %d bytes", errCFBTooLarge, numFAT, maxStream)
 	}
 	fatSectors := make([]uint32, 0, numFAT)
 	for i := 0; i < 109 && uint32(len(fatSectors)) < numFAT; i++ {
@@ -101,8 +135,11 @@ func openCFB(r io.ReaderAt, size, maxStream int64) (*cfb, error) {
 	if err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
+	if len(dirBytes)/128 > lim.MaxEntries {
+		return nil, fmt.Errorf("%w: %d directory entries, more than %d", errCFBTooLarge, len(dirBytes)/128, lim.MaxEntries)
+	}
 	for off := 0; off+128 <= len(dirBytes); off += 128 {
-		e := dirBytes[off : off+128]
+		e := dirBytes[off : off+128 : off+128]
 		n := int(le.Uint16(e[64:]))
 		if n > 64 {
 			n = 64
@@ -117,13 +154,16 @@ func openCFB(r io.ReaderAt, size, maxStream int64) (*cfb, error) {
 			name: string(utf16.Decode(units)), typ: e[66],
 			left: le.Uint32(e[68:]), right: le.Uint32(e[72:]), child: le.Uint32(e[76:]),
 			start: le.Uint32(e[116:]), size: le.Uint64(e[120:]),
+			nameLen: uint16(n), raw: e,
 		})
 	}
 	if len(c.dir) == 0 || c.dir[0].typ != 5 {
 		return nil, fmt.Errorf("%w: no root entry", errCFB)
 	}
 	if shift == 9 {
-		c.dir[0].size &= 0xFFFFFFFF // version 3 files leave the high half undefined
+		for i := range c.dir { // version 3 files leave the high half of sizes undefined
+			c.dir[i].size &= 0xFFFFFFFF
+		}
 	}
 
 	miniFATBytes, err := c.readChain(le.Uint32(hdr[60:]), c.fat, c.sectorSize, c.readSector, -1)
@@ -135,14 +175,67 @@ func openCFB(r io.ReaderAt, size, maxStream int64) (*cfb, error) {
 	}
 	if c.dir[0].size > 0 {
 		if int64(c.dir[0].size) > maxStream {
-			return nil, fmt.Errorf("%w: mini stream of %d bytes", errCFB, c.dir[0].size)
+			return nil, fmt.Errorf("%w: mini stream of %d bytes", errCFBTooLarge, c.dir[0].size)
 		}
 		c.miniStream, err = c.readChain(c.dir[0].start, c.fat, c.sectorSize, c.readSector, int64(c.dir[0].size))
 		if err != nil {
 			return nil, fmt.Errorf("mini stream: %w", err)
 		}
 	}
+	if err := c.buildTree(lim.MaxDepth); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// buildTree lists every storage's entries, walking each storage's sibling
+// tree (left, right) without recursion. Writers do not all balance the
+// tree (a list of right children is common), so its depth is bounded only
+// by the entry count; an entry reached twice (a cycle, or two storages
+// sharing it) is malformed, which keeps the walk linear.
+func (c *cfb) buildTree(maxDepth int) error {
+	c.children = map[uint32][]uint32{}
+	seen := make([]bool, len(c.dir))
+	seen[0] = true
+	type storage struct {
+		index uint32
+		depth int
+	}
+	storages := []storage{{0, 0}}
+	for len(storages) > 0 {
+		st := storages[len(storages)-1]
+		storages = storages[:len(storages)-1]
+		stack := []uint32{c.dir[st.index].child}
+		var list []uint32
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if i == cfbNoStream {
+				continue
+			}
+			if int(i) >= len(c.dir) || seen[i] {
+				return fmt.Errorf("%w: directory entry %d is out of range or reached twice", errCFB, i)
+			}
+			seen[i] = true
+			e := &c.dir[i]
+			// right first, so the left subtree comes out first
+			stack = append(stack, e.right, e.left)
+			switch e.typ {
+			case 1, 2:
+				list = append(list, i)
+			default:
+				return fmt.Errorf("%w: directory entry %d of type %d inside a storage", errCFB, i, e.typ)
+			}
+			if e.typ == 1 {
+				if st.depth+1 > maxDepth {
+					return fmt.Errorf("%w: more than %d levels", errCFBTooDeep, maxDepth)
+				}
+				storages = append(storages, storage{i, st.depth + 1})
+			}
+		}
+		c.children[st.index] = list
+	}
+	return nil
 }
 
 func (c *cfb) readSector(s uint32, buf []byte) error {
@@ -183,7 +276,7 @@ func (c *cfb) readChain(start uint32, table []uint32, secSize int64, read func(u
 			return nil, fmt.Errorf("%w: broken sector chain", errCFB)
 		}
 		if int64(len(out))+secSize > c.maxStream+secSize {
-			return nil, fmt.Errorf("%w: stream longer than %d bytes", errCFB, c.maxStream)
+			return nil, fmt.Errorf("%w: stream longer than %d bytes", errCFBTooLarge, c.maxStream)
 		}
 		if err := read(s, buf); err != nil {
 			return nil, err
@@ -200,35 +293,58 @@ func (c *cfb) readChain(start uint32, table []uint32, secSize int64, read func(u
 	return out, nil
 }
 
-// rootStreams returns the streams directly in the root storage, by name,
-// walking the sibling tree with a visited set (the tree is hostile too).
+// rootStreams returns the streams directly in the root storage, by name.
 func (c *cfb) rootStreams() map[string]*cfbEntry {
 	out := map[string]*cfbEntry{}
-	seen := map[uint32]bool{}
-	var walk func(i uint32, depth int)
-	walk = func(i uint32, depth int) {
-		if i == cfbNoStream || int(i) >= len(c.dir) || seen[i] || depth > len(c.dir) {
-			return
-		}
-		seen[i] = true
-		e := &c.dir[i]
-		if e.typ == 2 {
+	for _, i := range c.children[0] {
+		if e := &c.dir[i]; e.typ == 2 {
 			out[e.name] = e
 		}
-		walk(e.left, depth+1)
-		walk(e.right, depth+1)
 	}
-	walk(c.dir[0].child, 0)
 	return out
 }
 
 // readStream returns a stream's bytes, up to maxStream.
 func (c *cfb) readStream(e *cfbEntry) ([]byte, error) {
 	if int64(e.size) > c.maxStream || e.size > uint64(c.size)*2 {
-		return nil, fmt.Errorf("%w: stream %q of %d bytes", errCFB, e.name, e.size)
+		return nil, fmt.Errorf("%w: stream %q of %d bytes", errCFBTooLarge, e.name, e.size)
 	}
 	if e.size < c.miniCutoff {
 		return c.readChain(e.start, c.miniFAT, 64, c.readMiniSector, int64(e.size))
 	}
 	return c.readChain(e.start, c.fat, c.sectorSize, c.readSector, int64(e.size))
+}
+
+// copyStream writes a stream's bytes to w one sector at a time, whatever
+// its size: nothing but a sector is held. The chain is followed as
+// readChain does (a cycle is an error); all streams copied from one file
+// together are at most twice its size.
+func (c *cfb) copyStream(e *cfbEntry, w io.Writer) error {
+	if e.size > uint64(c.size) {
+		return fmt.Errorf("%w: stream %q of %d bytes in a file of %d", errCFB, e.name, e.size, c.size)
+	}
+	if c.copied += int64(e.size); c.copied > 2*c.size {
+		return fmt.Errorf("%w: the streams add up to more than twice the file (cross-linked chains)", errCFBTooLarge)
+	}
+	table, secSize, read := c.fat, c.sectorSize, c.readSector
+	if e.size < c.miniCutoff {
+		table, secSize, read = c.miniFAT, 64, c.readMiniSector
+	}
+	buf := make([]byte, secSize)
+	left := int64(e.size)
+	for s, hops := e.start, 0; left > 0; hops++ {
+		if s == cfbEndOfChain || int(s) >= len(table) || hops > len(table) {
+			return fmt.Errorf("%w: broken sector chain in %q", errCFB, e.name)
+		}
+		if err := read(s, buf); err != nil {
+			return err
+		}
+		n := min(left, secSize)
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		left -= n
+		s = table[s]
+	}
+	return nil
 }

@@ -14,7 +14,7 @@
 //   - .msix/.appx (a zip with AppxManifest.xml) and .msixbundle/.appxbundle
 //     (AppxMetadata/AppxBundleManifest.xml): Identity Name, Publisher,
 //     Version, and the PackageFamilyName derived from them.
-//   - .exe/.dll (PE): the VERSIONINFO string table (saferwall/pe). Windows has
+//   - .exe/.dll (PE): the VERSIONINFO string table (the resource path to it only). Windows has
 //     no bundle identifier; the identifiers offered for matching are
 //     InternalName then ProductName. These strings are self-asserted: the
 //     caller binds them to the Authenticode signer (server/gate/codesign).

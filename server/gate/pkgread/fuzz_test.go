@@ -14,7 +14,7 @@ import (
 // fuzzer instead of being turned into ReasonPackageUnreadable.
 
 // small limits keep each fuzz iteration cheap and exercise the bounds.
-var fuzzLimits = Limits{MaxEntries: 200, MaxFileBytes: 64 << 10, MaxTOCBytes: 256 << 10, MaxPEBytes: 8 << 20}.withDefaults()
+var fuzzLimits = Limits{MaxEntries: 200, MaxFileBytes: 64 << 10, MaxTOCBytes: 256 << 10, MaxDepth: 16, MaxNodes: 5000, MaxResourceEntries: 500}.withDefaults()
 
 func checkResult(t *testing.T, id *Identity, err error) {
 	t.Helper()

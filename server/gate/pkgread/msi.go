@@ -12,9 +12,9 @@ import (
 // and whose rows are stored column by column.
 func readMSI(ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
 	id := &Identity{Format: FormatMSI, Platform: Windows}
-	c, err := openCFB(ra, size, lim.MaxTOCBytes)
+	c, err := openCFB(ra, size, lim)
 	if err != nil {
-		return id, fail(ReasonPackageUnreadable, FormatMSI, err, "reading the compound file")
+		return id, fail(cfbReason(err), FormatMSI, err, "reading the compound file")
 	}
 	streams := map[string]*cfbEntry{}
 	for name, e := range c.rootStreams() {
@@ -27,7 +27,7 @@ func readMSI(ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
 		}
 		b, err := c.readStream(e)
 		if err != nil {
-			return nil, fail(ReasonPackageUnreadable, FormatMSI, err, "reading %s", name)
+			return nil, fail(cfbReason(err), FormatMSI, err, "reading %s", name)
 		}
 		return b, nil
 	}
