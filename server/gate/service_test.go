@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -418,6 +419,11 @@ func TestGateRejections(t *testing.T) {
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"not a package", appSpec{pkg: []byte("<html>Download page</html>")}, "gate_package_unknown_format",
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
+			{"a 10 000-level Info.plist", appSpec{pkg: fixture.Zip(fixture.File{Name: "Hello.app/Contents/Info.plist",
+				Data: []byte("<plist>" + strings.Repeat("<array>", 10_000) + strings.Repeat("</array>", 10_000) + "</plist>")})},
+				apperr.GatePackageTooDeep, xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
+			{"a zip bomb", appSpec{pkg: fixture.Zip(fixture.File{Name: "Hello.app/Contents/Info.plist", Data: make([]byte, 16<<20)})},
+				apperr.GatePackageTooLarge, xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"404", appSpec{}, gate.ReasonDownloadFailed, xpromo.Gate{DomainAgeOK: true}},
 			{"undeliverable", appSpec{email: "nobody@snip-undeliverable.dev", pkg: signedApp("com.snip.app")}, contact.ReasonContactUndeliverable,
 				xpromo.Gate{Signed: true, MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},

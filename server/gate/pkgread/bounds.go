@@ -122,10 +122,12 @@ func checkTextPlist(raw []byte, lim Limits, f Format, what string) error {
 
 // checkBinaryPlist validates a bplist00's trailer and offset table, then
 // walks its object graph from the top object: at most lim.MaxNodes objects,
-// containers at most lim.MaxDepth deep, and no container that contains
-// itself. Each object is walked once (its height remembered), so arrays that
-// share sub-arrays — the binary plist's billion laughs — cost their size,
-// not the size they would unfold to.
+// containers at most lim.MaxDepth deep, no container that contains itself,
+// and at most lim.MaxNodes objects once unfolded. Each object is walked once
+// (its height and unfolded size remembered), so arrays that share
+// sub-arrays — the binary plist's billion laughs, ten arrays of ten
+// references to the next — are measured at their size and refused for the
+// size they would unfold to, which a decoder into a tree pays.
 func checkBinaryPlist(raw []byte, lim Limits, f Format, what string) error {
 	bad := func(detail string) error {
 		return fail(ReasonPackageUnreadable, f, nil, "%s: %s", what, detail)
@@ -159,6 +161,8 @@ func checkBinaryPlist(raw []byte, lim Limits, f Format, what string) error {
 	// seen[i] is 0 for an object not walked yet, -1 while it is on the
 	// current path, else 1 + its container height (0 for a scalar).
 	seen := make([]int32, numObjects)
+	unfolded := make([]uint32, numObjects) // objects under and including it, saturating past MaxNodes
+	limit := uint64(lim.MaxNodes)
 	tooDeep := func() error {
 		return fail(ReasonPackageTooDeep, f, nil, "%s nests containers more than %d deep", what, lim.MaxDepth)
 	}
@@ -172,6 +176,9 @@ func checkBinaryPlist(raw []byte, lim Limits, f Format, what string) error {
 				return 0, tooDeep()
 			}
 			return s - 1, nil
+		}
+		if unfolded[i] == 0 {
+			unfolded[i] = 1
 		}
 		off := objOffset(i)
 		if off < 8 || off >= tableOff {
@@ -207,6 +214,7 @@ func checkBinaryPlist(raw []byte, lim Limits, f Format, what string) error {
 		}
 		seen[i] = -1
 		var tallest int32
+		total := uint64(1)
 		for k := uint64(0); k < refs; k++ {
 			child := sized(raw[p+k*uint64(refSize):], refSize)
 			if child >= numObjects {
@@ -217,7 +225,11 @@ func checkBinaryPlist(raw []byte, lim Limits, f Format, what string) error {
 				return 0, err
 			}
 			tallest = max(tallest, h)
+			if total += uint64(unfolded[child]); total > limit {
+				return 0, fail(ReasonPackageTooLarge, f, nil, "%s unfolds to more than %d objects (containers shared by reference)", what, lim.MaxNodes)
+			}
 		}
+		unfolded[i] = uint32(total)
 		seen[i] = tallest + 2
 		return tallest + 1, nil
 	}

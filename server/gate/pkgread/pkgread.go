@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/xpromo/xpromo/server/apperr"
 )
 
 // Reason is a stable code saying why a package's identity could not be
@@ -19,15 +21,15 @@ const (
 	ReasonPackageUnknownFormat Reason = "gate_package_unknown_format"
 	// ReasonPackageUnreadable: a known format that is damaged, truncated, or
 	// uses a part this reader cannot read (the filesystem inside a .dmg).
-	ReasonPackageUnreadable Reason = "gate_package_unreadable"
+	ReasonPackageUnreadable Reason = apperr.GatePackageUnreadable
 	// ReasonPackageTooLarge: a limit was hit (entry count, a file to read
 	// larger than its bound, a zip central directory, a PE resource tree,
 	// a compound file's FAT); the package is not read further.
-	ReasonPackageTooLarge Reason = "gate_package_too_large"
+	ReasonPackageTooLarge Reason = apperr.GatePackageTooLarge
 	// ReasonPackageTooDeep: a structure nests deeper than Limits.MaxDepth
 	// (a plist, an XML manifest or TOC, a PE resource tree, compound-file
 	// storages), or refers back into itself (a binary plist cycle).
-	ReasonPackageTooDeep Reason = "gate_package_too_deep"
+	ReasonPackageTooDeep Reason = apperr.GatePackageTooDeep
 	// ReasonBundleIDMissing: the package was read but declares no identity
 	// (a zip without an .app, a PE without version info, ...).
 	ReasonBundleIDMissing Reason = "gate_bundle_id_missing"
