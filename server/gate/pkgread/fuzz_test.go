@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"testing"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
@@ -146,23 +145,5 @@ func FuzzVersionInfo(f *testing.F) {
 	f.Add([]byte{0x5c, 0, 0x34, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parseVersionInfo(b, map[string]string{})
-	})
-}
-
-func FuzzCFBStreams(f *testing.F) {
-	f.Add(fixture.MSI(map[string]string{"ProductName": "x"}))
-	f.Add(fixture.CFB(map[string][]byte{"big": bytes.Repeat([]byte("x"), 5000), "small": []byte("y")}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := openCFB(bytes.NewReader(b), int64(len(b)), fuzzLimits)
-		if err != nil {
-			return
-		}
-		for _, kids := range c.children {
-			for _, i := range kids {
-				if e := &c.dir[i]; e.typ == 2 {
-					_ = c.copyStream(e, io.Discard)
-				}
-			}
-		}
 	})
 }

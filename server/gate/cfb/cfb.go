@@ -1,4 +1,9 @@
-package pkgread
+// Package cfb reads Compound File Binary files ([MS-CFB]: MSI databases,
+// their signatures' streams) from hostile bytes, within explicit bounds.
+// It is the gate's own rather than relic's lib/comdoc because every chain
+// it follows comes from the file: relic's follows a FAT chain until it
+// ends, so a cyclic FAT loops forever.
+package cfb
 
 import (
 	"encoding/binary"
@@ -8,27 +13,25 @@ import (
 	"unicode/utf16"
 )
 
-// cfb is a read-only Compound File Binary ([MS-CFB]) reader, just enough for
-// the MSI tables: the root storage's streams. It is written here rather than
-// borrowed because every chain it follows comes from hostile bytes: each
-// sector chain is bounded by the number of sectors in the file, so a cyclic
-// FAT is an error instead of an endless loop.
+// File is a read-only compound file: its storages and streams. Every
+// sector chain is bounded by the number of sectors in the file, so a
+// cyclic FAT is an error instead of an endless loop.
 //
 // Bounds (Limits): the FAT, the directory and every stream read into memory
-// are at most MaxTOCBytes; at most MaxEntries directory entries; storages
+// are at most MaxBytes; at most MaxEntries directory entries; storages
 // nest at most MaxDepth deep; every directory entry belongs to one storage
 // (an entry reached twice, a cyclic sibling tree, is malformed); streams
-// copied out (CopyStream, for the signature's digest) are bounded by their
+// copied out (CopyStream, for a signature's digest) are bounded by their
 // chain, and all of them together by twice the file's size, so
 // cross-linked chains cannot multiply the bytes read.
-type cfb struct {
+type File struct {
 	r          io.ReaderAt
 	size       int64
 	sectorSize int64
 	fat        []uint32
 	miniFAT    []uint32
 	miniCutoff uint64
-	dir        []cfbEntry
+	dir        []Entry
 	miniStream []byte
 	maxStream  int64
 	// children lists each storage's entries (by directory index), in
@@ -37,15 +40,17 @@ type cfb struct {
 	copied   int64 // bytes CopyStream has produced, all streams together
 }
 
-type cfbEntry struct {
-	name    string
-	typ     uint8 // 1 storage, 2 stream, 5 root
+// Entry is a directory entry: a storage, a stream, or the root storage.
+type Entry struct {
+	Name    string
+	Type    uint8 // TypeStorage, TypeStream, TypeRoot
 	left    uint32
 	right   uint32
 	child   uint32
 	start   uint32
-	size    uint64
+	Size    uint64
 	nameLen uint16 // bytes, with the terminating NUL
+	index   uint32
 	raw     []byte // the 128-byte directory entry
 }
 
@@ -56,26 +61,46 @@ const (
 	cfbMaxSector  = 0xFFFFFFFA
 )
 
-var (
-	errCFB         = errors.New("malformed compound file")
-	errCFBTooLarge = errors.New("compound file over a bound")
-	errCFBTooDeep  = errors.New("compound file storages nest too deep")
+// Entry types.
+const (
+	TypeStorage = 1
+	TypeStream  = 2
+	TypeRoot    = 5
 )
 
-// cfbReason is the reason code of an openCFB or stream error.
-func cfbReason(err error) Reason {
-	switch {
-	case errors.Is(err, errCFBTooLarge):
-		return ReasonPackageTooLarge
-	case errors.Is(err, errCFBTooDeep):
-		return ReasonPackageTooDeep
-	}
-	return ReasonPackageUnreadable
+// The errors of Open and the stream readers wrap one of these.
+var (
+	ErrMalformed = errors.New("malformed compound file")
+	ErrTooLarge  = errors.New("compound file over a bound")
+	ErrTooDeep   = errors.New("compound file storages nest too deep")
+)
+
+var (
+	errCFB         = ErrMalformed
+	errCFBTooLarge = ErrTooLarge
+	errCFBTooDeep  = ErrTooDeep
+)
+
+// Limits bound a read; a zero field means its default.
+type Limits struct {
+	MaxBytes   int64 // the FAT, the directory, the mini stream, a stream read whole; 16 MiB
+	MaxEntries int   // directory entries; 100 000
+	MaxDepth   int   // storage nesting; 64
 }
 
-func openCFB(r io.ReaderAt, size int64, lim Limits) (*cfb, error) {
-	lim = lim.withDefaults()
-	maxStream := lim.MaxTOCBytes
+// Open reads the header, the FAT, the directory and the mini stream, and
+// checks the storage tree.
+func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = 16 << 20
+	}
+	if lim.MaxEntries <= 0 {
+		lim.MaxEntries = 100_000
+	}
+	if lim.MaxDepth <= 0 {
+		lim.MaxDepth = 64
+	}
+	maxStream := lim.MaxBytes
 	hdr := make([]byte, 512)
 	if _, err := r.ReadAt(hdr, 0); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", errCFB, err)
@@ -91,7 +116,7 @@ func openCFB(r io.ReaderAt, size int64, lim Limits) (*cfb, error) {
 	if le.Uint16(hdr[32:]) != 6 {
 		return nil, fmt.Errorf("%w: mini sector shift", errCFB)
 	}
-	c := &cfb{r: r, size: size, sectorSize: 1 << shift, miniCutoff: uint64(le.Uint32(hdr[56:])), maxStream: maxStream}
+	c := &File{r: r, size: size, sectorSize: 1 << shift, miniCutoff: uint64(le.Uint32(hdr[56:])), maxStream: maxStream}
 	numSectors := uint32(size / c.sectorSize)
 
 	// The FAT's own sectors: 109 in the header, then the DIFAT chain.
@@ -150,19 +175,19 @@ func openCFB(r io.ReaderAt, size int64, lim Limits) (*cfb, error) {
 				units = append(units, u)
 			}
 		}
-		c.dir = append(c.dir, cfbEntry{
-			name: string(utf16.Decode(units)), typ: e[66],
+		c.dir = append(c.dir, Entry{
+			Name: string(utf16.Decode(units)), Type: e[66],
 			left: le.Uint32(e[68:]), right: le.Uint32(e[72:]), child: le.Uint32(e[76:]),
-			start: le.Uint32(e[116:]), size: le.Uint64(e[120:]),
-			nameLen: uint16(n), raw: e,
+			start: le.Uint32(e[116:]), Size: le.Uint64(e[120:]),
+			nameLen: uint16(n), raw: e, index: uint32(len(c.dir)),
 		})
 	}
-	if len(c.dir) == 0 || c.dir[0].typ != 5 {
+	if len(c.dir) == 0 || c.dir[0].Type != 5 {
 		return nil, fmt.Errorf("%w: no root entry", errCFB)
 	}
 	if shift == 9 {
 		for i := range c.dir { // version 3 files leave the high half of sizes undefined
-			c.dir[i].size &= 0xFFFFFFFF
+			c.dir[i].Size &= 0xFFFFFFFF
 		}
 	}
 
@@ -173,11 +198,11 @@ func openCFB(r io.ReaderAt, size int64, lim Limits) (*cfb, error) {
 	for i := 0; i+4 <= len(miniFATBytes); i += 4 {
 		c.miniFAT = append(c.miniFAT, le.Uint32(miniFATBytes[i:]))
 	}
-	if c.dir[0].size > 0 {
-		if int64(c.dir[0].size) > maxStream {
-			return nil, fmt.Errorf("%w: mini stream of %d bytes", errCFBTooLarge, c.dir[0].size)
+	if c.dir[0].Size > 0 {
+		if int64(c.dir[0].Size) > maxStream {
+			return nil, fmt.Errorf("%w: mini stream of %d bytes", errCFBTooLarge, c.dir[0].Size)
 		}
-		c.miniStream, err = c.readChain(c.dir[0].start, c.fat, c.sectorSize, c.readSector, int64(c.dir[0].size))
+		c.miniStream, err = c.readChain(c.dir[0].start, c.fat, c.sectorSize, c.readSector, int64(c.dir[0].Size))
 		if err != nil {
 			return nil, fmt.Errorf("mini stream: %w", err)
 		}
@@ -193,7 +218,7 @@ func openCFB(r io.ReaderAt, size int64, lim Limits) (*cfb, error) {
 // tree (a list of right children is common), so its depth is bounded only
 // by the entry count; an entry reached twice (a cycle, or two storages
 // sharing it) is malformed, which keeps the walk linear.
-func (c *cfb) buildTree(maxDepth int) error {
+func (c *File) buildTree(maxDepth int) error {
 	c.children = map[uint32][]uint32{}
 	seen := make([]bool, len(c.dir))
 	seen[0] = true
@@ -220,13 +245,13 @@ func (c *cfb) buildTree(maxDepth int) error {
 			e := &c.dir[i]
 			// right first, so the left subtree comes out first
 			stack = append(stack, e.right, e.left)
-			switch e.typ {
-			case 1, 2:
+			switch e.Type {
+			case TypeStorage, TypeStream:
 				list = append(list, i)
 			default:
-				return fmt.Errorf("%w: directory entry %d of type %d inside a storage", errCFB, i, e.typ)
+				return fmt.Errorf("%w: directory entry %d of type %d inside a storage", errCFB, i, e.Type)
 			}
-			if e.typ == 1 {
+			if e.Type == TypeStorage {
 				if st.depth+1 > maxDepth {
 					return fmt.Errorf("%w: more than %d levels", errCFBTooDeep, maxDepth)
 				}
@@ -238,7 +263,7 @@ func (c *cfb) buildTree(maxDepth int) error {
 	return nil
 }
 
-func (c *cfb) readSector(s uint32, buf []byte) error {
+func (c *File) readSector(s uint32, buf []byte) error {
 	if s > cfbMaxSector {
 		return fmt.Errorf("%w: sector id %#x", errCFB, s)
 	}
@@ -250,7 +275,7 @@ func (c *cfb) readSector(s uint32, buf []byte) error {
 	return err
 }
 
-func (c *cfb) readMiniSector(s uint32, buf []byte) error {
+func (c *File) readMiniSector(s uint32, buf []byte) error {
 	off := int64(s) * 64
 	if off+64 > int64(len(c.miniStream)) {
 		return fmt.Errorf("%w: mini sector %d beyond the mini stream", errCFB, s)
@@ -262,7 +287,7 @@ func (c *cfb) readMiniSector(s uint32, buf []byte) error {
 // readChain concatenates the sectors of a chain, stopping at want bytes (all
 // of the chain when want < 0), never longer than maxStream, and failing on a
 // chain longer than the table (a cycle).
-func (c *cfb) readChain(start uint32, table []uint32, secSize int64, read func(uint32, []byte) error, want int64) ([]byte, error) {
+func (c *File) readChain(start uint32, table []uint32, secSize int64, read func(uint32, []byte) error, want int64) ([]byte, error) {
 	var out []byte
 	buf := make([]byte, secSize)
 	for s, hops := start, 0; s != cfbEndOfChain; hops++ {
@@ -293,48 +318,64 @@ func (c *cfb) readChain(start uint32, table []uint32, secSize int64, read func(u
 	return out, nil
 }
 
-// rootStreams returns the streams directly in the root storage, by name.
-func (c *cfb) rootStreams() map[string]*cfbEntry {
-	out := map[string]*cfbEntry{}
-	for _, i := range c.children[0] {
-		if e := &c.dir[i]; e.typ == 2 {
-			out[e.name] = e
-		}
+// Root is the root storage.
+func (c *File) Root() *Entry { return &c.dir[0] }
+
+// Children lists a storage's storages and streams, in directory order.
+func (c *File) Children(e *Entry) []*Entry {
+	var out []*Entry
+	for _, i := range c.children[e.index] {
+		out = append(out, &c.dir[i])
 	}
 	return out
 }
 
-// readStream returns a stream's bytes, up to maxStream.
-func (c *cfb) readStream(e *cfbEntry) ([]byte, error) {
-	if int64(e.size) > c.maxStream || e.size > uint64(c.size)*2 {
-		return nil, fmt.Errorf("%w: stream %q of %d bytes", errCFBTooLarge, e.name, e.size)
+// CLSID is a storage's class id (zero for streams).
+func (e *Entry) CLSID() []byte { return e.raw[80:96] }
+
+// Raw is the 128-byte directory entry as stored.
+func (e *Entry) Raw() []byte { return e.raw }
+
+// NameBytes is the entry's name as stored: UTF-16LE, without the NUL.
+func (e *Entry) NameBytes() []byte {
+	n := int(e.nameLen)
+	if n < 2 {
+		return nil
 	}
-	if e.size < c.miniCutoff {
-		return c.readChain(e.start, c.miniFAT, 64, c.readMiniSector, int64(e.size))
-	}
-	return c.readChain(e.start, c.fat, c.sectorSize, c.readSector, int64(e.size))
+	return e.raw[:n-2]
 }
 
-// copyStream writes a stream's bytes to w one sector at a time, whatever
+// ReadStream returns a stream's bytes, up to maxStream.
+func (c *File) ReadStream(e *Entry) ([]byte, error) {
+	if int64(e.Size) > c.maxStream || e.Size > uint64(c.size)*2 {
+		return nil, fmt.Errorf("%w: stream %q of %d bytes", errCFBTooLarge, e.Name, e.Size)
+	}
+	if e.Size < c.miniCutoff {
+		return c.readChain(e.start, c.miniFAT, 64, c.readMiniSector, int64(e.Size))
+	}
+	return c.readChain(e.start, c.fat, c.sectorSize, c.readSector, int64(e.Size))
+}
+
+// CopyStream writes a stream's bytes to w one sector at a time, whatever
 // its size: nothing but a sector is held. The chain is followed as
 // readChain does (a cycle is an error); all streams copied from one file
 // together are at most twice its size.
-func (c *cfb) copyStream(e *cfbEntry, w io.Writer) error {
-	if e.size > uint64(c.size) {
-		return fmt.Errorf("%w: stream %q of %d bytes in a file of %d", errCFB, e.name, e.size, c.size)
+func (c *File) CopyStream(e *Entry, w io.Writer) error {
+	if e.Size > uint64(c.size) {
+		return fmt.Errorf("%w: stream %q of %d bytes in a file of %d", errCFB, e.Name, e.Size, c.size)
 	}
-	if c.copied += int64(e.size); c.copied > 2*c.size {
+	if c.copied += int64(e.Size); c.copied > 2*c.size {
 		return fmt.Errorf("%w: the streams add up to more than twice the file (cross-linked chains)", errCFBTooLarge)
 	}
 	table, secSize, read := c.fat, c.sectorSize, c.readSector
-	if e.size < c.miniCutoff {
+	if e.Size < c.miniCutoff {
 		table, secSize, read = c.miniFAT, 64, c.readMiniSector
 	}
 	buf := make([]byte, secSize)
-	left := int64(e.size)
+	left := int64(e.Size)
 	for s, hops := e.start, 0; left > 0; hops++ {
 		if s == cfbEndOfChain || int(s) >= len(table) || hops > len(table) {
-			return fmt.Errorf("%w: broken sector chain in %q", errCFB, e.name)
+			return fmt.Errorf("%w: broken sector chain in %q", errCFB, e.Name)
 		}
 		if err := read(s, buf); err != nil {
 			return err
