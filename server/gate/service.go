@@ -23,12 +23,15 @@ import (
 // (docs/gate.md lists them all).
 const (
 	// ReasonSignatureUnsupported: the package's format carries a container
-	// signature the gate does not verify (msi, msix, pkg, dmg, a bare
-	// Mach-O), so `signed` cannot be true. Ship a zipped .app or a signed
-	// .exe.
+	// signature the gate does not verify (msix, pkg, dmg, a bare Mach-O),
+	// so `signed` cannot be true. Ship a zipped .app, a signed .exe or a
+	// signed .msi.
 	ReasonSignatureUnsupported = "gate_signature_unsupported_format"
-	// ReasonSignerMismatch: a macOS app's signature verifies, but its
-	// signing identifier is not the app's bundle_id.
+	// ReasonSignerMismatch: the signature verifies, but its signer is not
+	// the identity the package declares: a macOS app's signing identifier
+	// is not the app's bundle_id, or a Windows package's declared publisher
+	// (CompanyName, Manufacturer) is not the signer's organisation
+	// (BindSigner).
 	ReasonSignerMismatch = "gate_signer_mismatch"
 	// ReasonPlatformMismatch: the package is for the other operating system
 	// than the app's platform (a Windows installer for a mac app).
@@ -121,9 +124,17 @@ type PackageEvidence struct {
 }
 
 type SignatureEvidence struct {
-	Kind            string     `json:"kind"`
-	SignerCN        string     `json:"signer_cn"`
-	SignerOrg       string     `json:"signer_org,omitempty"`
+	Kind      string `json:"kind"`
+	SignerCN  string `json:"signer_cn"`
+	SignerOrg string `json:"signer_org,omitempty"`
+	// The verified leaf certificate: its subject and issuer (RFC 4514),
+	// serial number (hex) and SHA-256 fingerprint (hex) — what the
+	// signature proves, next to what the package declares.
+	SignerSubject     string `json:"signer_subject,omitempty"`
+	SignerIssuer      string `json:"signer_issuer,omitempty"`
+	SignerSerial      string `json:"signer_serial,omitempty"`
+	SignerSHA256      string `json:"signer_sha256,omitempty"`
+	DeclaredPublisher string `json:"declared_publisher,omitempty"`
 	TeamID          string     `json:"team_id,omitempty"`
 	SigningIdentity string     `json:"signing_identity,omitempty"`
 	Notarized       bool       `json:"notarized"`
@@ -433,20 +444,16 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		sig, err = v.VerifyApp(ctx, f, d.Size)
 	case pkgread.FormatPE:
 		sig, err = v.VerifyPE(ctx, f, d.Size)
+	case pkgread.FormatMSI:
+		sig, err = v.VerifyMSI(ctx, f, d.Size)
 	case pkgread.FormatUnknown:
 		err = nil // the package reason says it all
 	default:
 		err = nil
-		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app (macOS) or a signed .exe (Windows)", format)
+		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app (macOS) or a signed .exe or .msi (Windows)", format)
 	}
 	if sig != nil {
-		ev := &SignatureEvidence{Kind: sig.Kind, SignerCN: sig.SignerCommonName, SignerOrg: sig.SignerOrganization,
-			TeamID: sig.TeamID, SigningIdentity: sig.SigningIdentity, Notarized: sig.Notarized}
-		if sig.Timestamped {
-			ts := sig.SigningTime.UTC()
-			ev.Timestamp = &ts
-		}
-		rep.evidence.Signature = ev
+		rep.evidence.Signature = SignatureEvidenceOf(sig, id)
 	}
 	switch {
 	case err != nil:
@@ -456,10 +463,12 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		}
 		rep.fail(string(r), false, "%s", err.Error())
 	case sig == nil:
-	case sig.Kind == "macho" && sig.SigningIdentity != app.BundleID:
-		rep.fail(ReasonSignerMismatch, false, "the app is signed as %q, not %q", sig.SigningIdentity, app.BundleID)
 	default:
-		rep.gate.Signed = true
+		if detail := BindSigner(sig, id, app.BundleID); detail != "" {
+			rep.fail(ReasonSignerMismatch, false, "%s", detail)
+		} else {
+			rep.gate.Signed = true
+		}
 	}
 
 	// malware_clean

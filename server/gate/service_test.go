@@ -352,8 +352,18 @@ func countTo(in *gatetest.Inbox, addr string) int {
 // Authenticode signature chains to the configured root; the 6-digit code
 // answers the challenge.
 func TestGateApprovesASignedWindowsApp(t *testing.T) {
+	for _, format := range []string{"pe", "msi"} {
+		t.Run(format, func(t *testing.T) { approvesSignedWindowsApp(t, format) })
+	}
+}
+
+func approvesSignedWindowsApp(t *testing.T, format string) {
 	sandboxWorlds(t, func(t *testing.T, w *world) {
-		a := w.register(appSpec{platform: "win", bundleID: "com.snip.win", pkg: gatetest.PE(t, "com.snip.win", gatetest.Certs().PE)})
+		pkg := gatetest.PE(t, "com.snip.win", gatetest.Certs().PE)
+		if format == "msi" {
+			pkg = gatetest.SignedMSI(t, "com.snip.win", gatetest.Certs().PE)
+		}
+		a := w.register(appSpec{platform: "win", bundleID: "com.snip.win", pkg: pkg})
 		w.run()
 		m, ok := w.inbox.Last(a.ContactEmail)
 		require.True(t, ok)
@@ -372,6 +382,10 @@ func TestGateApprovesASignedWindowsApp(t *testing.T) {
 		res := w.lastResult(a.ID)
 		assert.Equal(t, "authenticode", res.Evidence.Signature.Kind)
 		assert.Equal(t, "Example Publisher", res.Evidence.Signature.SignerCN)
+		assert.Equal(t, "Example Ltd", res.Evidence.Signature.DeclaredPublisher)
+		assert.Len(t, res.Evidence.Signature.SignerSHA256, 64)
+		assert.Contains(t, res.Evidence.Signature.SignerSubject, "O=Example Ltd")
+		assert.Equal(t, format, res.Evidence.Package.Format)
 	})
 }
 
@@ -413,8 +427,14 @@ func TestGateRejections(t *testing.T) {
 			{"malware", appSpec{pkg: gatetest.App("com.snip.app", gatetest.AppOptions{Signer: p.DevID, Notarized: true,
 				Extra: []fixture.File{gatetest.WithFile("Hello.app/Contents/Resources/readme.txt", []byte(gatetest.EICAR))}})}, "gate_malware_found",
 				xpromo.Gate{Signed: true, DomainAgeOK: true, BundleMatch: true}},
-			{"msi", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, gate.ReasonSignatureUnsupported,
+			{"unsigned msi", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, "gate_unsigned_binary",
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
+			{"msi signed under an unknown root", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.SignedMSI(t, "com.snip.msi",
+				p.Other.Issue(fixture.CertOptions{CommonName: "Example Publisher", Organization: "Example Ltd", EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}))},
+				"gate_untrusted_signer", xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
+			{"exe signed by another publisher", appSpec{platform: "win", bundleID: "com.snip.win", pkg: gatetest.PE(t, "com.snip.win",
+				p.Root.Issue(fixture.CertOptions{CommonName: "Mallory", Organization: "Mallory Ltd", EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}))},
+				gate.ReasonSignerMismatch, xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
 			{"a Windows package for a mac app", appSpec{bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, gate.ReasonPlatformMismatch,
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"not a package", appSpec{pkg: []byte("<html>Download page</html>")}, "gate_package_unknown_format",
