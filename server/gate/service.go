@@ -130,15 +130,15 @@ type SignatureEvidence struct {
 	// The verified leaf certificate: its subject and issuer (RFC 4514),
 	// serial number (hex) and SHA-256 fingerprint (hex) — what the
 	// signature proves, next to what the package declares.
-	SignerSubject     string `json:"signer_subject,omitempty"`
-	SignerIssuer      string `json:"signer_issuer,omitempty"`
-	SignerSerial      string `json:"signer_serial,omitempty"`
-	SignerSHA256      string `json:"signer_sha256,omitempty"`
-	DeclaredPublisher string `json:"declared_publisher,omitempty"`
-	TeamID          string     `json:"team_id,omitempty"`
-	SigningIdentity string     `json:"signing_identity,omitempty"`
-	Notarized       bool       `json:"notarized"`
-	Timestamp       *time.Time `json:"timestamp,omitempty"`
+	SignerSubject     string     `json:"signer_subject,omitempty"`
+	SignerIssuer      string     `json:"signer_issuer,omitempty"`
+	SignerSerial      string     `json:"signer_serial,omitempty"`
+	SignerSHA256      string     `json:"signer_sha256,omitempty"`
+	DeclaredPublisher string     `json:"declared_publisher,omitempty"`
+	TeamID            string     `json:"team_id,omitempty"`
+	SigningIdentity   string     `json:"signing_identity,omitempty"`
+	Notarized         bool       `json:"notarized"`
+	Timestamp         *time.Time `json:"timestamp,omitempty"`
 }
 
 type MalwareEvidence struct {

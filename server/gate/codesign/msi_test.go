@@ -53,7 +53,6 @@ func buildMSI(t *testing.T, payload []byte) []byte {
 	return b
 }
 
-
 func signMSI(t *testing.T, msi []byte, signer interface {
 	WritePEM(string) (string, string)
 }, args ...string) []byte {
