@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -400,9 +401,39 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		return fmt.Errorf("gate: opening the download: %w", err)
 	}
 	defer f.Close()
+	if err := s.checkPackage(ctx, f, d.Size, d.Sandbox, app, rep); err != nil {
+		return err
+	}
 
+	// malware_clean
+	if s.Scanner == nil {
+		rep.fail(clamav.ReasonScannerUnavailable, true, "no malware scanner (clamd) is configured")
+		return nil
+	}
+	res, err := s.Scanner.Scan(ctx, d)
+	rep.evidence.Malware = &MalwareEvidence{Infected: res.Infected, Signature: res.Signature, Bytes: res.Bytes}
+	switch r := clamav.ReasonFor(res, err); r {
+	case "":
+		rep.gate.MalwareClean = true
+	case clamav.ReasonMalwareFound:
+		rep.fail(r, false, "the scanner found %s", res.Signature)
+	case clamav.ReasonScannerUnavailable:
+		// The app's owner reads the detail: the scanner's address stays in
+		// the log.
+		s.log().Warn("malware scan failed", slog.String("app_id", app.ID), slog.String("error", err.Error()))
+		rep.fail(r, true, "the malware scanner did not answer")
+	default:
+		rep.fail(r, false, "%s", err.Error())
+	}
+	return nil
+}
+
+// checkPackage runs bundle_match and signed on a package: the gate's jobs
+// on a download, `xpromo-server gate inspect` on a local file (Inspect).
+// sandbox selects the sandbox's root instead of the configured ones.
+func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, sandbox bool, app apps.App, rep *report) error {
 	// bundle_match
-	id, err := s.Reader.Read(ctx, f, d.Size)
+	id, err := s.Reader.Read(ctx, f, size)
 	if id != nil {
 		rep.evidence.Package = &PackageEvidence{Format: id.Format.String(), Platform: string(id.Platform), BundleIDs: id.BundleIDs,
 			Name: id.Name, Version: id.Version, Publisher: id.Publisher, FeedURL: id.FeedURL}
@@ -431,7 +462,7 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		format = id.Format
 	}
 	roots := s.Roots
-	if d.Sandbox {
+	if sandbox {
 		roots = s.SandboxRoots
 	}
 	if roots == nil {
@@ -441,11 +472,11 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 	var sig *codesign.Result
 	switch format {
 	case pkgread.FormatZip:
-		sig, err = v.VerifyApp(ctx, f, d.Size)
+		sig, err = v.VerifyApp(ctx, f, size)
 	case pkgread.FormatPE:
-		sig, err = v.VerifyPE(ctx, f, d.Size)
+		sig, err = v.VerifyPE(ctx, f, size)
 	case pkgread.FormatMSI:
-		sig, err = v.VerifyMSI(ctx, f, d.Size)
+		sig, err = v.VerifyMSI(ctx, f, size)
 	case pkgread.FormatUnknown:
 		err = nil // the package reason says it all
 	default:
@@ -469,27 +500,6 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		} else {
 			rep.gate.Signed = true
 		}
-	}
-
-	// malware_clean
-	if s.Scanner == nil {
-		rep.fail(clamav.ReasonScannerUnavailable, true, "no malware scanner (clamd) is configured")
-		return nil
-	}
-	res, err := s.Scanner.Scan(ctx, d)
-	rep.evidence.Malware = &MalwareEvidence{Infected: res.Infected, Signature: res.Signature, Bytes: res.Bytes}
-	switch r := clamav.ReasonFor(res, err); r {
-	case "":
-		rep.gate.MalwareClean = true
-	case clamav.ReasonMalwareFound:
-		rep.fail(r, false, "the scanner found %s", res.Signature)
-	case clamav.ReasonScannerUnavailable:
-		// The app's owner reads the detail: the scanner's address stays in
-		// the log.
-		s.log().Warn("malware scan failed", slog.String("app_id", app.ID), slog.String("error", err.Error()))
-		rep.fail(r, true, "the malware scanner did not answer")
-	default:
-		rep.fail(r, false, "%s", err.Error())
 	}
 	return nil
 }
