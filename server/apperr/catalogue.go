@@ -141,11 +141,9 @@ const (
 	// Vetting gate (docs/gate.md).
 	GateRecheckRefused      = "gate_recheck_refused"
 	GateDomainTooYoung      = "gate_domain_too_young"
-	// The package readers' refusals (docs/gate.md#limits): reasons of the
-	// gate's bundle_match and signed checks, not error responses.
-	GatePackageTooLarge   = "gate_package_too_large"
-	GatePackageTooDeep    = "gate_package_too_deep"
-	GatePackageUnreadable = "gate_package_unreadable"
+	GatePackageTooLarge     = "gate_package_too_large" // the package readers' refusals: gate reasons, not error responses
+	GatePackageTooDeep      = "gate_package_too_deep"
+	GatePackageUnreadable   = "gate_package_unreadable"
 	ContactCodeInvalid      = "contact_code_invalid"
 	ContactCodeLocked       = "contact_code_locked"
 	ContactChallengeExpired = "contact_challenge_expired"
