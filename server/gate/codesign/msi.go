@@ -123,6 +123,18 @@ func (v *Verifier) VerifyMSI(ctx context.Context, r io.ReaderAt, size int64) (re
 	return res, nil
 }
 
+// DigestMSI is the Authenticode imprint of an MSI (without the
+// MsiDigitalSignatureEx pre-hash): what a signer signs, computed by the
+// code that verifies it (the test-mode sandbox signs with it).
+func DigestMSI(ctx context.Context, r io.ReaderAt, size int64, hash crypto.Hash) ([]byte, error) {
+	c, err := cfb.Open(r, size, pkgread.CFBLimits(pkgread.Limits{}))
+	if err != nil {
+		return nil, err
+	}
+	imprint, _, err := digestMSI(ctx, c, hash, false)
+	return imprint, err
+}
+
 // digestMSI is the Authenticode imprint of an MSI: the pre-hash first when
 // the signature carries MsiDigitalSignatureEx, then every stream.
 func digestMSI(ctx context.Context, c *cfb.File, hash crypto.Hash, extended bool) (imprint, prehash []byte, err error) {
