@@ -74,7 +74,13 @@ func Inspect(ctx context.Context, path string, o InspectOptions) (*Inspection, e
 	ins := &Inspection{File: path, Size: st.Size(), SHA256: hex.EncodeToString(h.Sum(nil)), BundleID: o.BundleID, Platform: o.Platform}
 	if ins.BundleID == "" || ins.Platform == "" {
 		// What the package declares stands in for what was not given.
-		id, _ := pkgread.Reader{}.Read(ctx, f, st.Size())
+		var ra io.ReaderAt = f
+		size := st.Size()
+		if n, _ := pkgread.Unwrap(ctx, f, size, pkgread.Limits{}, 0); n != nil {
+			defer n.Close()
+			ra, size = n.File, n.Size
+		}
+		id, _ := pkgread.Reader{}.Read(ctx, ra, size)
 		if id != nil && ins.BundleID == "" && len(id.BundleIDs) > 0 {
 			ins.BundleID = id.BundleIDs[0]
 		}

@@ -47,6 +47,11 @@ func TestInspect(t *testing.T) {
 	assert.Equal(t, []gate.InspectedCheck{{Check: "bundle_match", Passed: true}, {Check: "signed", Reasons: []string{"gate_untrusted_signer"}}}, ins.Checks,
 		"no roots: nothing is trusted")
 
+	ins = inspectFile(t, fixture.Zip(fixture.File{Name: "Snip.msi", Data: gatetest.SignedMSI(t, "com.snip.msi", p.PE)}), gate.InspectOptions{Roots: roots})
+	assert.True(t, ins.Pass, ins.Details)
+	assert.Equal(t, "com.snip.msi", ins.BundleID)
+	assert.Equal(t, "zip:Snip.msi", ins.Package.Container)
+
 	ins = inspectFile(t, gatetest.MSI("com.snip.msi"), gate.InspectOptions{Roots: roots})
 	assert.Equal(t, []string{"gate_unsigned_binary"}, ins.Checks[1].Reasons)
 

@@ -122,6 +122,9 @@ type PackageEvidence struct {
 	// FeedURL is the bundle's SUFeedURL (its Sparkle appcast), which the
 	// scoring job reads release cadence from.
 	FeedURL string `json:"feed_url,omitempty"`
+	// Container is "zip:<path>" when the download is a zip around one
+	// installer and the package described is that installer.
+	Container string `json:"container,omitempty"`
 }
 
 type SignatureEvidence struct {
@@ -432,11 +435,29 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 // on a download, `xpromo-server gate inspect` on a local file (Inspect).
 // sandbox selects the sandbox's root instead of the configured ones.
 func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, sandbox bool, app apps.App, rep *report) error {
+	// A zip around one Windows installer: the installer is what is read
+	// and verified (one level, pkgread.Unwrap).
+	nested, err := pkgread.Unwrap(ctx, f, size, s.Reader.Limits, 0)
+	if err != nil {
+		r := pkgread.ReasonOf(err)
+		if r == "" {
+			return err
+		}
+		rep.evidence.Package = &PackageEvidence{Format: pkgread.FormatZip.String(), BundleIDs: []string{}}
+		rep.fail(string(r), false, "%s", err.Error())
+		return nil
+	}
+	container := ""
+	if nested != nil {
+		defer nested.Close()
+		f, size, container = nested.File, nested.Size, "zip:"+nested.Path
+	}
+
 	// bundle_match
 	id, err := s.Reader.Read(ctx, f, size)
 	if id != nil {
 		rep.evidence.Package = &PackageEvidence{Format: id.Format.String(), Platform: string(id.Platform), BundleIDs: id.BundleIDs,
-			Name: id.Name, Version: id.Version, Publisher: id.Publisher, FeedURL: id.FeedURL}
+			Name: id.Name, Version: id.Version, Publisher: id.Publisher, FeedURL: id.FeedURL, Container: container}
 		if rep.evidence.Package.BundleIDs == nil {
 			rep.evidence.Package.BundleIDs = []string{}
 		}

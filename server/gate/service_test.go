@@ -352,7 +352,7 @@ func countTo(in *gatetest.Inbox, addr string) int {
 // Authenticode signature chains to the configured root; the 6-digit code
 // answers the challenge.
 func TestGateApprovesASignedWindowsApp(t *testing.T) {
-	for _, format := range []string{"pe", "msi"} {
+	for _, format := range []string{"pe", "msi", "zip around an msi"} {
 		t.Run(format, func(t *testing.T) { approvesSignedWindowsApp(t, format) })
 	}
 }
@@ -360,8 +360,12 @@ func TestGateApprovesASignedWindowsApp(t *testing.T) {
 func approvesSignedWindowsApp(t *testing.T, format string) {
 	sandboxWorlds(t, func(t *testing.T, w *world) {
 		pkg := gatetest.PE(t, "com.snip.win", gatetest.Certs().PE)
-		if format == "msi" {
+		switch format {
+		case "msi":
 			pkg = gatetest.SignedMSI(t, "com.snip.win", gatetest.Certs().PE)
+		case "zip around an msi":
+			pkg = fixture.Zip(fixture.File{Name: "Snip 1.0/Snip.msi", Data: gatetest.SignedMSI(t, "com.snip.win", gatetest.Certs().PE)},
+				fixture.File{Name: "Snip 1.0/README.txt", Data: []byte("run Snip.msi")})
 		}
 		a := w.register(appSpec{platform: "win", bundleID: "com.snip.win", pkg: pkg})
 		w.run()
@@ -385,7 +389,12 @@ func approvesSignedWindowsApp(t *testing.T, format string) {
 		assert.Equal(t, "Example Ltd", res.Evidence.Signature.DeclaredPublisher)
 		assert.Len(t, res.Evidence.Signature.SignerSHA256, 64)
 		assert.Contains(t, res.Evidence.Signature.SignerSubject, "O=Example Ltd")
-		assert.Equal(t, format, res.Evidence.Package.Format)
+		if format == "zip around an msi" {
+			assert.Equal(t, "msi", res.Evidence.Package.Format)
+			assert.Equal(t, "zip:Snip 1.0/Snip.msi", res.Evidence.Package.Container)
+		} else {
+			assert.Equal(t, format, res.Evidence.Package.Format)
+		}
 	})
 }
 

@@ -85,6 +85,9 @@ func printInspection(w io.Writer, ins *gate.Inspection) {
 	fmt.Fprintf(w, "registers:  bundle_id %q, platform %s\n", ins.BundleID, ins.Platform)
 	if pk := ins.Package; pk != nil {
 		fmt.Fprintf(w, "format:     %s (%s)\n", pk.Format, pk.Platform)
+		if pk.Container != "" {
+			fmt.Fprintf(w, "inside:     %s\n", pk.Container)
+		}
 		fmt.Fprintf(w, "identity:   %q", pk.BundleIDs)
 		if pk.Name != "" {
 			fmt.Fprintf(w, " name %q", pk.Name)
