@@ -75,12 +75,6 @@ var (
 	ErrTooDeep   = errors.New("compound file storages nest too deep")
 )
 
-var (
-	errCFB         = ErrMalformed
-	errCFBTooLarge = ErrTooLarge
-	errCFBTooDeep  = ErrTooDeep
-)
-
 // Limits bound a read; a zero field means its default.
 type Limits struct {
 	MaxBytes   int64 // the FAT, the directory, the mini stream, a stream read whole; 16 MiB
@@ -103,18 +97,18 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 	maxStream := lim.MaxBytes
 	hdr := make([]byte, 512)
 	if _, err := r.ReadAt(hdr, 0); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", errCFB, err)
+		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
 	}
 	le := binary.LittleEndian
 	if le.Uint16(hdr[28:]) != 0xFFFE {
-		return nil, fmt.Errorf("%w: byte order mark", errCFB)
+		return nil, fmt.Errorf("%w: byte order mark", ErrMalformed)
 	}
 	shift := le.Uint16(hdr[30:])
 	if shift != 9 && shift != 12 {
-		return nil, fmt.Errorf("%w: sector shift %d", errCFB, shift)
+		return nil, fmt.Errorf("%w: sector shift %d", ErrMalformed, shift)
 	}
 	if le.Uint16(hdr[32:]) != 6 {
-		return nil, fmt.Errorf("%w: mini sector shift", errCFB)
+		return nil, fmt.Errorf("%w: mini sector shift", ErrMalformed)
 	}
 	c := &File{r: r, size: size, sectorSize: 1 << shift, miniCutoff: uint64(le.Uint32(hdr[56:])), maxStream: maxStream}
 	numSectors := uint32(size / c.sectorSize)
@@ -122,10 +116,10 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 	// The FAT's own sectors: 109 in the header, then the DIFAT chain.
 	numFAT := le.Uint32(hdr[44:])
 	if numFAT > numSectors {
-		return nil, fmt.Errorf("%w: %d FAT sectors in a file of %d", errCFB, numFAT, numSectors)
+		return nil, fmt.Errorf("%w: %d FAT sectors in a file of %d", ErrMalformed, numFAT, numSectors)
 	}
 	if int64(numFAT)*c.sectorSize > maxStream {
-		return nil, fmt.Errorf("%w: a FAT of %d sectors, more than %d bytes", errCFBTooLarge, numFAT, maxStream)
+		return nil, fmt.Errorf("%w: a FAT of %d sectors, more than %d bytes", ErrTooLarge, numFAT, maxStream)
 	}
 	fatSectors := make([]uint32, 0, numFAT)
 	for i := 0; i < 109 && uint32(len(fatSectors)) < numFAT; i++ {
@@ -135,7 +129,7 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 	buf := make([]byte, c.sectorSize)
 	for hops := uint32(0); uint32(len(fatSectors)) < numFAT; hops++ {
 		if difat > cfbMaxSector || hops > numSectors {
-			return nil, fmt.Errorf("%w: DIFAT chain", errCFB)
+			return nil, fmt.Errorf("%w: DIFAT chain", ErrMalformed)
 		}
 		if err := c.readSector(difat, buf); err != nil {
 			return nil, err
@@ -161,7 +155,7 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
 	if len(dirBytes)/128 > lim.MaxEntries {
-		return nil, fmt.Errorf("%w: %d directory entries, more than %d", errCFBTooLarge, len(dirBytes)/128, lim.MaxEntries)
+		return nil, fmt.Errorf("%w: %d directory entries, more than %d", ErrTooLarge, len(dirBytes)/128, lim.MaxEntries)
 	}
 	for off := 0; off+128 <= len(dirBytes); off += 128 {
 		e := dirBytes[off : off+128 : off+128]
@@ -183,7 +177,7 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 		})
 	}
 	if len(c.dir) == 0 || c.dir[0].Type != 5 {
-		return nil, fmt.Errorf("%w: no root entry", errCFB)
+		return nil, fmt.Errorf("%w: no root entry", ErrMalformed)
 	}
 	if shift == 9 {
 		for i := range c.dir { // version 3 files leave the high half of sizes undefined
@@ -200,7 +194,7 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*File, error) {
 	}
 	if c.dir[0].Size > 0 {
 		if int64(c.dir[0].Size) > maxStream {
-			return nil, fmt.Errorf("%w: mini stream of %d bytes", errCFBTooLarge, c.dir[0].Size)
+			return nil, fmt.Errorf("%w: mini stream of %d bytes", ErrTooLarge, c.dir[0].Size)
 		}
 		c.miniStream, err = c.readChain(c.dir[0].start, c.fat, c.sectorSize, c.readSector, int64(c.dir[0].Size))
 		if err != nil {
@@ -239,7 +233,7 @@ func (c *File) buildTree(maxDepth int) error {
 				continue
 			}
 			if int(i) >= len(c.dir) || seen[i] {
-				return fmt.Errorf("%w: directory entry %d is out of range or reached twice", errCFB, i)
+				return fmt.Errorf("%w: directory entry %d is out of range or reached twice", ErrMalformed, i)
 			}
 			seen[i] = true
 			e := &c.dir[i]
@@ -249,11 +243,11 @@ func (c *File) buildTree(maxDepth int) error {
 			case TypeStorage, TypeStream:
 				list = append(list, i)
 			default:
-				return fmt.Errorf("%w: directory entry %d of type %d inside a storage", errCFB, i, e.Type)
+				return fmt.Errorf("%w: directory entry %d of type %d inside a storage", ErrMalformed, i, e.Type)
 			}
 			if e.Type == TypeStorage {
 				if st.depth+1 > maxDepth {
-					return fmt.Errorf("%w: more than %d levels", errCFBTooDeep, maxDepth)
+					return fmt.Errorf("%w: more than %d levels", ErrTooDeep, maxDepth)
 				}
 				storages = append(storages, storage{i, st.depth + 1})
 			}
@@ -265,11 +259,11 @@ func (c *File) buildTree(maxDepth int) error {
 
 func (c *File) readSector(s uint32, buf []byte) error {
 	if s > cfbMaxSector {
-		return fmt.Errorf("%w: sector id %#x", errCFB, s)
+		return fmt.Errorf("%w: sector id %#x", ErrMalformed, s)
 	}
 	off := (int64(s) + 1) * c.sectorSize
 	if off+int64(len(buf)) > c.size {
-		return fmt.Errorf("%w: sector %d beyond the end of the file", errCFB, s)
+		return fmt.Errorf("%w: sector %d beyond the end of the file", ErrMalformed, s)
 	}
 	_, err := c.r.ReadAt(buf, off)
 	return err
@@ -278,7 +272,7 @@ func (c *File) readSector(s uint32, buf []byte) error {
 func (c *File) readMiniSector(s uint32, buf []byte) error {
 	off := int64(s) * 64
 	if off+64 > int64(len(c.miniStream)) {
-		return fmt.Errorf("%w: mini sector %d beyond the mini stream", errCFB, s)
+		return fmt.Errorf("%w: mini sector %d beyond the mini stream", ErrMalformed, s)
 	}
 	copy(buf, c.miniStream[off:off+64])
 	return nil
@@ -298,10 +292,10 @@ func (c *File) readChain(start uint32, table []uint32, secSize int64, read func(
 			break // an absent optional structure (no mini FAT)
 		}
 		if int(s) >= len(table) || hops > len(table) {
-			return nil, fmt.Errorf("%w: broken sector chain", errCFB)
+			return nil, fmt.Errorf("%w: broken sector chain", ErrMalformed)
 		}
 		if int64(len(out))+secSize > c.maxStream+secSize {
-			return nil, fmt.Errorf("%w: stream longer than %d bytes", errCFBTooLarge, c.maxStream)
+			return nil, fmt.Errorf("%w: stream longer than %d bytes", ErrTooLarge, c.maxStream)
 		}
 		if err := read(s, buf); err != nil {
 			return nil, err
@@ -311,7 +305,7 @@ func (c *File) readChain(start uint32, table []uint32, secSize int64, read func(
 	}
 	if want >= 0 {
 		if int64(len(out)) < want {
-			return nil, fmt.Errorf("%w: stream shorter than its size", errCFB)
+			return nil, fmt.Errorf("%w: stream shorter than its size", ErrMalformed)
 		}
 		out = out[:want]
 	}
@@ -348,7 +342,7 @@ func (e *Entry) NameBytes() []byte {
 // ReadStream returns a stream's bytes, up to maxStream.
 func (c *File) ReadStream(e *Entry) ([]byte, error) {
 	if int64(e.Size) > c.maxStream || e.Size > uint64(c.size)*2 {
-		return nil, fmt.Errorf("%w: stream %q of %d bytes", errCFBTooLarge, e.Name, e.Size)
+		return nil, fmt.Errorf("%w: stream %q of %d bytes", ErrTooLarge, e.Name, e.Size)
 	}
 	if e.Size < c.miniCutoff {
 		return c.readChain(e.start, c.miniFAT, 64, c.readMiniSector, int64(e.Size))
@@ -362,10 +356,10 @@ func (c *File) ReadStream(e *Entry) ([]byte, error) {
 // together are at most twice its size.
 func (c *File) CopyStream(e *Entry, w io.Writer) error {
 	if e.Size > uint64(c.size) {
-		return fmt.Errorf("%w: stream %q of %d bytes in a file of %d", errCFB, e.Name, e.Size, c.size)
+		return fmt.Errorf("%w: stream %q of %d bytes in a file of %d", ErrMalformed, e.Name, e.Size, c.size)
 	}
 	if c.copied += int64(e.Size); c.copied > 2*c.size {
-		return fmt.Errorf("%w: the streams add up to more than twice the file (cross-linked chains)", errCFBTooLarge)
+		return fmt.Errorf("%w: the streams add up to more than twice the file (cross-linked chains)", ErrTooLarge)
 	}
 	table, secSize, read := c.fat, c.sectorSize, c.readSector
 	if e.Size < c.miniCutoff {
@@ -375,7 +369,7 @@ func (c *File) CopyStream(e *Entry, w io.Writer) error {
 	left := int64(e.Size)
 	for s, hops := e.start, 0; left > 0; hops++ {
 		if s == cfbEndOfChain || int(s) >= len(table) || hops > len(table) {
-			return fmt.Errorf("%w: broken sector chain in %q", errCFB, e.Name)
+			return fmt.Errorf("%w: broken sector chain in %q", ErrMalformed, e.Name)
 		}
 		if err := read(s, buf); err != nil {
 			return err
