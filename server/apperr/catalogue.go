@@ -144,6 +144,9 @@ const (
 	// Vetting gate (docs/gate.md).
 	GateRecheckRefused      = "gate_recheck_refused"
 	GateDomainTooYoung      = "gate_domain_too_young"
+	GatePackageTooLarge     = "gate_package_too_large" // the package readers' refusals: gate reasons, not error responses
+	GatePackageTooDeep      = "gate_package_too_deep"
+	GatePackageUnreadable   = "gate_package_unreadable"
 	ContactCodeInvalid      = "contact_code_invalid"
 	ContactCodeLocked       = "contact_code_locked"
 	ContactChallengeExpired = "contact_challenge_expired"
@@ -267,6 +270,9 @@ func init() {
 
 	def(GateRecheckRefused, 409, "`POST /apps/{app_id}/gate/recheck`: the app is not one the gate rejected nor a pending one: an operator decided it (only an operator can send it back to review), or it is already approved, trading or suspended.")
 	def(GateDomainTooYoung, 409, "`POST /apps/{app_id}/gate/recheck`: the gate rejected the app because its domain is less than six months old, and it still is; `retry_after` is the date the domain becomes eligible, when the gate checks again by itself. (Also a reason code of `Score.reasons`.)")
+	def(GatePackageTooLarge, 422, "A vetting-gate reason (in `Score.reasons`, a gate job's `result` and `xpromo-server gate inspect`), not an error response: the download, or a part the gate reads, is over a bound — larger than the download limit, a decompressed file over 4 MiB, more than 100 000 zip entries (counted, or claimed by the end record) or a central directory over 64 MiB, a plist that unfolds to more than 1 000 000 objects, more than 65 536 PE resource entries, a compound file's FAT or directory over 16 MiB, more than 4 096 Mach-O load commands (docs/gate.md, Limits).")
+	def(GatePackageTooDeep, 422, "A vetting-gate reason, not an error response: a structure in the package nests deeper than the gate reads — a plist, XML manifest or xar TOC more than 64 levels deep, a binary plist container that contains itself, a PE version resource below Windows' three levels, compound-file storages more than 64 deep (docs/gate.md, Limits).")
+	def(GatePackageUnreadable, 422, "A vetting-gate reason, not an error response: the package is of a known format but damaged, truncated or inconsistent — a cyclic or broken FAT, DIFAT, directory or sibling-tree chain in a compound file, offsets outside the file, a lying zip header — or uses a part the gate does not read (the filesystem inside a `.dmg`).")
 	def(ContactCodeInvalid, 422, "`POST /apps/{app_id}/contact/verify`: `code` is not the 6-digit code of the app's newest challenge (the message says how many attempts are left).")
 	def(ContactCodeLocked, 409, "`POST /apps/{app_id}/contact/verify`: five wrong codes were tried against the challenge; its link still works, or ask for a new one (`contact/resend`).")
 	def(ContactChallengeExpired, 409, "`POST /apps/{app_id}/contact/verify`: the newest challenge expired (24 hours) unanswered; ask for a new one (`contact/resend`).")

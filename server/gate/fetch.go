@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/outbound"
 )
 
@@ -22,7 +23,7 @@ const (
 	ReasonDownloadFailed = "gate_download_failed"
 	// ReasonPackageTooLarge: the download is larger than the configured
 	// limit (pkgread uses the same code for its own bounds).
-	ReasonPackageTooLarge = "gate_package_too_large"
+	ReasonPackageTooLarge = apperr.GatePackageTooLarge
 )
 
 // Download limits used when the HTTPFetcher field is zero.

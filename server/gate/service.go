@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -23,12 +24,15 @@ import (
 // (docs/gate.md lists them all).
 const (
 	// ReasonSignatureUnsupported: the package's format carries a container
-	// signature the gate does not verify (msi, msix, pkg, dmg, a bare
-	// Mach-O), so `signed` cannot be true. Ship a zipped .app or a signed
-	// .exe.
+	// signature the gate does not verify (msix, pkg, dmg, a bare Mach-O),
+	// so `signed` cannot be true. Ship a zipped .app, a signed .exe or a
+	// signed .msi.
 	ReasonSignatureUnsupported = "gate_signature_unsupported_format"
-	// ReasonSignerMismatch: a macOS app's signature verifies, but its
-	// signing identifier is not the app's bundle_id.
+	// ReasonSignerMismatch: the signature verifies, but its signer is not
+	// the identity the package declares: a macOS app's signing identifier
+	// is not the app's bundle_id, or a Windows package's declared publisher
+	// (CompanyName, Manufacturer) is not the signer's organisation
+	// (BindSigner).
 	ReasonSignerMismatch = "gate_signer_mismatch"
 	// ReasonPlatformMismatch: the package is for the other operating system
 	// than the app's platform (a Windows installer for a mac app).
@@ -118,16 +122,27 @@ type PackageEvidence struct {
 	// FeedURL is the bundle's SUFeedURL (its Sparkle appcast), which the
 	// scoring job reads release cadence from.
 	FeedURL string `json:"feed_url,omitempty"`
+	// Container is "zip:<path>" when the download is a zip around one
+	// installer and the package described is that installer.
+	Container string `json:"container,omitempty"`
 }
 
 type SignatureEvidence struct {
-	Kind            string     `json:"kind"`
-	SignerCN        string     `json:"signer_cn"`
-	SignerOrg       string     `json:"signer_org,omitempty"`
-	TeamID          string     `json:"team_id,omitempty"`
-	SigningIdentity string     `json:"signing_identity,omitempty"`
-	Notarized       bool       `json:"notarized"`
-	Timestamp       *time.Time `json:"timestamp,omitempty"`
+	Kind      string `json:"kind"`
+	SignerCN  string `json:"signer_cn"`
+	SignerOrg string `json:"signer_org,omitempty"`
+	// The verified leaf certificate: its subject and issuer (RFC 4514),
+	// serial number (hex) and SHA-256 fingerprint (hex) — what the
+	// signature proves, next to what the package declares.
+	SignerSubject     string     `json:"signer_subject,omitempty"`
+	SignerIssuer      string     `json:"signer_issuer,omitempty"`
+	SignerSerial      string     `json:"signer_serial,omitempty"`
+	SignerSHA256      string     `json:"signer_sha256,omitempty"`
+	DeclaredPublisher string     `json:"declared_publisher,omitempty"`
+	TeamID            string     `json:"team_id,omitempty"`
+	SigningIdentity   string     `json:"signing_identity,omitempty"`
+	Notarized         bool       `json:"notarized"`
+	Timestamp         *time.Time `json:"timestamp,omitempty"`
 }
 
 type MalwareEvidence struct {
@@ -389,12 +404,60 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		return fmt.Errorf("gate: opening the download: %w", err)
 	}
 	defer f.Close()
+	if err := s.checkPackage(ctx, f, d.Size, d.Sandbox, app, rep); err != nil {
+		return err
+	}
+
+	// malware_clean
+	if s.Scanner == nil {
+		rep.fail(clamav.ReasonScannerUnavailable, true, "no malware scanner (clamd) is configured")
+		return nil
+	}
+	res, err := s.Scanner.Scan(ctx, d)
+	rep.evidence.Malware = &MalwareEvidence{Infected: res.Infected, Signature: res.Signature, Bytes: res.Bytes}
+	switch r := clamav.ReasonFor(res, err); r {
+	case "":
+		rep.gate.MalwareClean = true
+	case clamav.ReasonMalwareFound:
+		rep.fail(r, false, "the scanner found %s", res.Signature)
+	case clamav.ReasonScannerUnavailable:
+		// The app's owner reads the detail: the scanner's address stays in
+		// the log.
+		s.log().Warn("malware scan failed", slog.String("app_id", app.ID), slog.String("error", err.Error()))
+		rep.fail(r, true, "the malware scanner did not answer")
+	default:
+		rep.fail(r, false, "%s", err.Error())
+	}
+	return nil
+}
+
+// checkPackage runs bundle_match and signed on a package: the gate's jobs
+// on a download, `xpromo-server gate inspect` on a local file (Inspect).
+// sandbox selects the sandbox's root instead of the configured ones.
+func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, sandbox bool, app apps.App, rep *report) error {
+	// A zip around one Windows installer: the installer is what is read
+	// and verified (one level, pkgread.Unwrap).
+	nested, err := pkgread.Unwrap(ctx, f, size, s.Reader.Limits, 0)
+	if err != nil {
+		r := pkgread.ReasonOf(err)
+		if r == "" {
+			return err
+		}
+		rep.evidence.Package = &PackageEvidence{Format: pkgread.FormatZip.String(), BundleIDs: []string{}}
+		rep.fail(string(r), false, "%s", err.Error())
+		return nil
+	}
+	container := ""
+	if nested != nil {
+		defer nested.Close()
+		f, size, container = nested.File, nested.Size, "zip:"+nested.Path
+	}
 
 	// bundle_match
-	id, err := s.Reader.Read(ctx, f, d.Size)
+	id, err := s.Reader.Read(ctx, f, size)
 	if id != nil {
 		rep.evidence.Package = &PackageEvidence{Format: id.Format.String(), Platform: string(id.Platform), BundleIDs: id.BundleIDs,
-			Name: id.Name, Version: id.Version, Publisher: id.Publisher, FeedURL: id.FeedURL}
+			Name: id.Name, Version: id.Version, Publisher: id.Publisher, FeedURL: id.FeedURL, Container: container}
 		if rep.evidence.Package.BundleIDs == nil {
 			rep.evidence.Package.BundleIDs = []string{}
 		}
@@ -420,7 +483,7 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		format = id.Format
 	}
 	roots := s.Roots
-	if d.Sandbox {
+	if sandbox {
 		roots = s.SandboxRoots
 	}
 	if roots == nil {
@@ -430,23 +493,19 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 	var sig *codesign.Result
 	switch format {
 	case pkgread.FormatZip:
-		sig, err = v.VerifyApp(ctx, f, d.Size)
+		sig, err = v.VerifyApp(ctx, f, size)
 	case pkgread.FormatPE:
-		sig, err = v.VerifyPE(ctx, f, d.Size)
+		sig, err = v.VerifyPE(ctx, f, size)
+	case pkgread.FormatMSI:
+		sig, err = v.VerifyMSI(ctx, f, size)
 	case pkgread.FormatUnknown:
 		err = nil // the package reason says it all
 	default:
 		err = nil
-		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app (macOS) or a signed .exe (Windows)", format)
+		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app (macOS) or a signed .exe or .msi (Windows)", format)
 	}
 	if sig != nil {
-		ev := &SignatureEvidence{Kind: sig.Kind, SignerCN: sig.SignerCommonName, SignerOrg: sig.SignerOrganization,
-			TeamID: sig.TeamID, SigningIdentity: sig.SigningIdentity, Notarized: sig.Notarized}
-		if sig.Timestamped {
-			ts := sig.SigningTime.UTC()
-			ev.Timestamp = &ts
-		}
-		rep.evidence.Signature = ev
+		rep.evidence.Signature = SignatureEvidenceOf(sig, id)
 	}
 	switch {
 	case err != nil:
@@ -456,31 +515,12 @@ func (s *Service) checkDownload(ctx context.Context, app apps.App, rep *report) 
 		}
 		rep.fail(string(r), false, "%s", err.Error())
 	case sig == nil:
-	case sig.Kind == "macho" && sig.SigningIdentity != app.BundleID:
-		rep.fail(ReasonSignerMismatch, false, "the app is signed as %q, not %q", sig.SigningIdentity, app.BundleID)
 	default:
-		rep.gate.Signed = true
-	}
-
-	// malware_clean
-	if s.Scanner == nil {
-		rep.fail(clamav.ReasonScannerUnavailable, true, "no malware scanner (clamd) is configured")
-		return nil
-	}
-	res, err := s.Scanner.Scan(ctx, d)
-	rep.evidence.Malware = &MalwareEvidence{Infected: res.Infected, Signature: res.Signature, Bytes: res.Bytes}
-	switch r := clamav.ReasonFor(res, err); r {
-	case "":
-		rep.gate.MalwareClean = true
-	case clamav.ReasonMalwareFound:
-		rep.fail(r, false, "the scanner found %s", res.Signature)
-	case clamav.ReasonScannerUnavailable:
-		// The app's owner reads the detail: the scanner's address stays in
-		// the log.
-		s.log().Warn("malware scan failed", slog.String("app_id", app.ID), slog.String("error", err.Error()))
-		rep.fail(r, true, "the malware scanner did not answer")
-	default:
-		rep.fail(r, false, "%s", err.Error())
+		if detail := BindSigner(sig, id, app.BundleID); detail != "" {
+			rep.fail(ReasonSignerMismatch, false, "%s", detail)
+		} else {
+			rep.gate.Signed = true
+		}
 	}
 	return nil
 }

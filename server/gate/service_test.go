@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -351,8 +352,22 @@ func countTo(in *gatetest.Inbox, addr string) int {
 // Authenticode signature chains to the configured root; the 6-digit code
 // answers the challenge.
 func TestGateApprovesASignedWindowsApp(t *testing.T) {
+	for _, format := range []string{"pe", "msi", "zip around an msi"} {
+		t.Run(format, func(t *testing.T) { approvesSignedWindowsApp(t, format) })
+	}
+}
+
+func approvesSignedWindowsApp(t *testing.T, format string) {
 	sandboxWorlds(t, func(t *testing.T, w *world) {
-		a := w.register(appSpec{platform: "win", bundleID: "com.snip.win", pkg: gatetest.PE(t, "com.snip.win", gatetest.Certs().PE)})
+		pkg := gatetest.PE(t, "com.snip.win", gatetest.Certs().PE)
+		switch format {
+		case "msi":
+			pkg = gatetest.SignedMSI(t, "com.snip.win", gatetest.Certs().PE)
+		case "zip around an msi":
+			pkg = fixture.Zip(fixture.File{Name: "Snip 1.0/Snip.msi", Data: gatetest.SignedMSI(t, "com.snip.win", gatetest.Certs().PE)},
+				fixture.File{Name: "Snip 1.0/README.txt", Data: []byte("run Snip.msi")})
+		}
+		a := w.register(appSpec{platform: "win", bundleID: "com.snip.win", pkg: pkg})
 		w.run()
 		m, ok := w.inbox.Last(a.ContactEmail)
 		require.True(t, ok)
@@ -371,6 +386,15 @@ func TestGateApprovesASignedWindowsApp(t *testing.T) {
 		res := w.lastResult(a.ID)
 		assert.Equal(t, "authenticode", res.Evidence.Signature.Kind)
 		assert.Equal(t, "Example Publisher", res.Evidence.Signature.SignerCN)
+		assert.Equal(t, "Example Ltd", res.Evidence.Signature.DeclaredPublisher)
+		assert.Len(t, res.Evidence.Signature.SignerSHA256, 64)
+		assert.Contains(t, res.Evidence.Signature.SignerSubject, "O=Example Ltd")
+		if format == "zip around an msi" {
+			assert.Equal(t, "msi", res.Evidence.Package.Format)
+			assert.Equal(t, "zip:Snip 1.0/Snip.msi", res.Evidence.Package.Container)
+		} else {
+			assert.Equal(t, format, res.Evidence.Package.Format)
+		}
 	})
 }
 
@@ -412,12 +436,23 @@ func TestGateRejections(t *testing.T) {
 			{"malware", appSpec{pkg: gatetest.App("com.snip.app", gatetest.AppOptions{Signer: p.DevID, Notarized: true,
 				Extra: []fixture.File{gatetest.WithFile("Hello.app/Contents/Resources/readme.txt", []byte(gatetest.EICAR))}})}, "gate_malware_found",
 				xpromo.Gate{Signed: true, DomainAgeOK: true, BundleMatch: true}},
-			{"msi", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, gate.ReasonSignatureUnsupported,
+			{"unsigned msi", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, "gate_unsigned_binary",
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
+			{"msi signed under an unknown root", appSpec{platform: "win", bundleID: "com.snip.msi", pkg: gatetest.SignedMSI(t, "com.snip.msi",
+				p.Other.Issue(fixture.CertOptions{CommonName: "Example Publisher", Organization: "Example Ltd", EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}))},
+				"gate_untrusted_signer", xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
+			{"exe signed by another publisher", appSpec{platform: "win", bundleID: "com.snip.win", pkg: gatetest.PE(t, "com.snip.win",
+				p.Root.Issue(fixture.CertOptions{CommonName: "Mallory", Organization: "Mallory Ltd", EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}))},
+				gate.ReasonSignerMismatch, xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},
 			{"a Windows package for a mac app", appSpec{bundleID: "com.snip.msi", pkg: gatetest.MSI("com.snip.msi")}, gate.ReasonPlatformMismatch,
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"not a package", appSpec{pkg: []byte("<html>Download page</html>")}, "gate_package_unknown_format",
 				xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
+			{"a 10 000-level Info.plist", appSpec{pkg: fixture.Zip(fixture.File{Name: "Hello.app/Contents/Info.plist",
+				Data: []byte("<plist>" + strings.Repeat("<array>", 10_000) + strings.Repeat("</array>", 10_000) + "</plist>")})},
+				apperr.GatePackageTooDeep, xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
+			{"a zip bomb", appSpec{pkg: fixture.Zip(fixture.File{Name: "Hello.app/Contents/Info.plist", Data: make([]byte, 16<<20)})},
+				apperr.GatePackageTooLarge, xpromo.Gate{MalwareClean: true, DomainAgeOK: true}},
 			{"404", appSpec{}, gate.ReasonDownloadFailed, xpromo.Gate{DomainAgeOK: true}},
 			{"undeliverable", appSpec{email: "nobody@snip-undeliverable.dev", pkg: signedApp("com.snip.app")}, contact.ReasonContactUndeliverable,
 				xpromo.Gate{Signed: true, MalwareClean: true, DomainAgeOK: true, BundleMatch: true}},

@@ -2,10 +2,8 @@ package wire
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -90,14 +88,11 @@ func gateService(cfg Config, store storage.Store, appsSvc *apps.Service) (*gate.
 		Log:     cfg.Logger.With("component", "gate"),
 	}
 	if g.RootsFile != "" {
-		pem, err := os.ReadFile(g.RootsFile)
+		roots, err := gate.LoadRoots(g.RootsFile)
 		if err != nil {
-			return nil, fmt.Errorf("gate: code-signing roots: %w", err)
+			return nil, err
 		}
-		svc.Roots = x509.NewCertPool()
-		if !svc.Roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("gate: code-signing roots: %s holds no PEM certificate", g.RootsFile)
-		}
+		svc.Roots = roots
 	}
 	if g.ClamdAddress != "" {
 		c, err := clamav.New(clamav.Config{Address: g.ClamdAddress, MaxStreamBytes: g.ClamdMaxStreamBytes})

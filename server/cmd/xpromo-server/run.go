@@ -20,6 +20,7 @@ const (
 const usage = `Usage:
   xpromo-server [serve] [flags]    run the HTTP API (default command)
   xpromo-server ledger verify      check the ledger's invariants; exit 1 on any violation
+  xpromo-server gate inspect FILE  what the vetting gate would record of a package; exit 1 unless it passes
   xpromo-server help               show this help
 
 Run "xpromo-server <command> -h" for the flags of a command.
@@ -56,6 +57,8 @@ func (p *program) run(ctx context.Context, args []string) int {
 			return exitUsage
 		}
 		return p.exit(p.verify(ctx, rest[1:]))
+	case "gate":
+		return p.exit(p.gateCommand(ctx, rest))
 	case "help":
 		fmt.Fprint(p.stdout, usage)
 		return exitOK

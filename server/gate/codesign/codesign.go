@@ -1,6 +1,6 @@
 // Package codesign verifies the code signatures of the binaries an app
-// download ships: Windows Authenticode on PE files, and the macOS code
-// signature of an app's main executable. It is the `signed` check of the
+// download ships: Windows Authenticode on PE files and MSI databases, and
+// the macOS code signature of an app's main executable. It is the `signed` check of the
 // vetting gate.
 //
 // What it checks:
@@ -11,6 +11,8 @@
 //     configured code-signing roots with the code-signing EKU, at the time of
 //     an RFC 3161 / Authenticode timestamp when there is one (its own chain
 //     checked with the timeStamping EKU) and at Verifier.Now otherwise.
+//   - MSI (VerifyMSI): the Authenticode signature over every stream of the
+//     compound file, read with server/gate/cfb, with VerifyPE's chain rules.
 //   - Mach-O (VerifyMachO, VerifyApp): the CMS signature over the
 //     CodeDirectory, every page hash, the special-slot hashes, the binding
 //     of the bundle's exact Info.plist bytes (a signature that does not bind
@@ -30,7 +32,7 @@
 // What it does not do: trust the system roots (Debian's are Mozilla's TLS
 // roots; the gate configures its code-signing roots explicitly: Microsoft's
 // code-signing CAs for Windows, Apple Root CA for macOS), check revocation
-// (no CRL/OCSP fetching), verify MSI/MSIX/.pkg/.dmg container signatures,
+// (no CRL/OCSP fetching), verify MSIX/.pkg/.dmg container signatures,
 // or decide what the signer's identity must be — the caller compares
 // Result.Signer and Result.SigningIdentity with the app's declared
 // publisher and bundle_id.

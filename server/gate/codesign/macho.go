@@ -40,6 +40,9 @@ func (v *Verifier) VerifyMachO(ctx context.Context, r io.ReaderAt, size int64, i
 	if v.Roots == nil {
 		return nil, errors.New("codesign: Verifier.Roots is not configured")
 	}
+	if err := pkgread.CheckMachO(r, size, pkgread.Limits{}); err != nil {
+		return nil, fail(ReasonBinaryUnreadable, err, "the executable is over a bound")
+	}
 	defer func() {
 		if p := recover(); p != nil { // relic and debug/macho parse hostile bytes
 			res, err = nil, fail(ReasonSignatureInvalid, nil, "signature parser failure: %v", p)
@@ -148,6 +151,9 @@ func (v *Verifier) VerifyApp(ctx context.Context, r io.ReaderAt, size int64) (*R
 	}
 	if id.Executable == "" {
 		return nil, fail(ReasonBinaryUnreadable, nil, "%s has no main executable (CFBundleExecutable)", id.AppPath)
+	}
+	if err := pkgread.CheckZipDirectory(r, size, pkgread.Limits{}, pkgread.FormatZip); err != nil {
+		return nil, fail(ReasonBinaryUnreadable, err, "reading the zip")
 	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {

@@ -410,11 +410,24 @@ func PE(t testing.TB, bundleID string, signer *fixture.Cert) []byte {
 	if signer == nil {
 		return exe
 	}
-	testtool.Command(t, "osslsigncode", "Debian: apt-get install osslsigncode; it signs the PE fixture")
+	return Sign(t, exe, "exe", signer)
+}
+
+// SignedMSI is MSI(bundleID) Authenticode-signed with signer by osslsigncode.
+func SignedMSI(t testing.TB, bundleID string, signer *fixture.Cert) []byte {
+	t.Helper()
+	return Sign(t, MSI(bundleID), "msi", signer)
+}
+
+// Sign signs a PE or an MSI (ext names which) with osslsigncode. Without
+// osslsigncode the test is skipped.
+func Sign(t testing.TB, file []byte, ext string, signer *fixture.Cert) []byte {
+	t.Helper()
+	testtool.Command(t, "osslsigncode", "Debian: apt-get install osslsigncode; it signs the Windows fixtures")
 	dir := t.TempDir()
 	certs, key := signer.WritePEM(dir)
-	in, out := filepath.Join(dir, "in.exe"), filepath.Join(dir, "out.exe")
-	must(t, os.WriteFile(in, exe, 0o600))
+	in, out := filepath.Join(dir, "in."+ext), filepath.Join(dir, "out."+ext)
+	must(t, os.WriteFile(in, file, 0o600))
 	if b, err := exec.Command("osslsigncode", "sign", "-certs", certs, "-key", key, "-n", "Hello App", "-in", in, "-out", out).CombinedOutput(); err != nil {
 		t.Fatalf("osslsigncode sign: %v\n%s", err, b)
 	}

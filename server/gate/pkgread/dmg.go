@@ -48,6 +48,9 @@ func readDMG(ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
 		if _, err := ra.ReadAt(raw, xmlOff); err != nil {
 			return id, fail(ReasonPackageUnreadable, FormatDMG, err, "reading the resource fork")
 		}
+		if err := checkPlist(raw, lim, FormatDMG, "the resource fork"); err != nil {
+			return id, err
+		}
 		var rf struct {
 			ResourceFork struct {
 				Blkx []struct {

@@ -14,7 +14,7 @@
 //   - .msix/.appx (a zip with AppxManifest.xml) and .msixbundle/.appxbundle
 //     (AppxMetadata/AppxBundleManifest.xml): Identity Name, Publisher,
 //     Version, and the PackageFamilyName derived from them.
-//   - .exe/.dll (PE): the VERSIONINFO string table (saferwall/pe). Windows has
+//   - .exe/.dll (PE): the VERSIONINFO string table (the resource path to it only). Windows has
 //     no bundle identifier; the identifiers offered for matching are
 //     InternalName then ProductName. These strings are self-asserted: the
 //     caller binds them to the Authenticode signer (server/gate/codesign).
@@ -33,8 +33,10 @@
 //   - a bare Mach-O (thin or universal): the embedded __TEXT,__info_plist.
 //
 // What it does not do: verify signatures (server/gate/codesign does), fetch
-// anything, look inside archives nested in archives (a .zip holding a .pkg
-// or a setup.exe is ReasonBundleIDMissing), or run installers. Every read is
+// anything, look inside archives nested in archives by itself (Unwrap
+// extracts the one Windows installer a zip may hold, for the caller to read;
+// a .zip holding a .pkg or several .exe files is ReasonBundleIDMissing), or
+// run installers. Every read is
 // bounded by Limits: entry counts, the size of each decompressed file it
 // reads (plists, manifests, the xar TOC, MSI tables), and it never
 // decompresses anything else, so zip bombs cost nothing. Parsing hostile

@@ -14,7 +14,7 @@ import (
 // fuzzer instead of being turned into ReasonPackageUnreadable.
 
 // small limits keep each fuzz iteration cheap and exercise the bounds.
-var fuzzLimits = Limits{MaxEntries: 200, MaxFileBytes: 64 << 10, MaxTOCBytes: 256 << 10, MaxPEBytes: 8 << 20}.withDefaults()
+var fuzzLimits = Limits{MaxEntries: 200, MaxFileBytes: 64 << 10, MaxTOCBytes: 256 << 10, MaxDepth: 16, MaxNodes: 5000, MaxResourceEntries: 500}.withDefaults()
 
 func checkResult(t *testing.T, id *Identity, err error) {
 	t.Helper()
@@ -95,6 +95,7 @@ func FuzzDMG(f *testing.F) {
 
 func FuzzMachO(f *testing.F) {
 	f.Add(fixture.MachO(fixture.InfoPlist("com.example.tool", "tool", false)))
+	f.Add(fixture.Fat(fixture.MachO(nil), fixture.MachOFor(fixture.CPUARM64, nil)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		id, err := readMachO(bytes.NewReader(b), int64(len(b)), fuzzLimits)
 		checkResult(t, id, err)
@@ -113,5 +114,36 @@ func FuzzRead(f *testing.F) {
 		if err == nil && len(id.BundleIDs) == 0 {
 			t.Fatal("success without an identifier")
 		}
+	})
+}
+
+// FuzzPlistBounds drives the structure walks that run before the plist
+// decoder (binary object graphs, XML and text nesting).
+func FuzzPlistBounds(f *testing.F) {
+	f.Add(bplist(bpArray(1, 1), bpArray(2, 2), []byte{0x51, 'x'}))
+	f.Add(bplist(bpArray(1), bpArray(0)))
+	f.Add(deepXMLPlist(70))
+	f.Add([]byte(`{a = (1, "(", /* ( */ 2);}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := checkPlist(b, fuzzLimits, FormatZip, "fuzz"); err != nil && ReasonOf(err) == "" {
+			t.Fatalf("error without a reason code: %v", err)
+		}
+	})
+}
+
+func FuzzZipDirectory(f *testing.F) {
+	f.Add(fixture.Zip(fixture.File{Name: "a", Data: []byte("x")}, fixture.File{Name: "b/c", Data: []byte("y")}))
+	f.Add([]byte("PK\x05\x06" + string(make([]byte, 18))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if err := CheckZipDirectory(bytes.NewReader(b), int64(len(b)), fuzzLimits, FormatZip); err != nil && ReasonOf(err) == "" {
+			t.Fatalf("error without a reason code: %v", err)
+		}
+	})
+}
+
+func FuzzVersionInfo(f *testing.F) {
+	f.Add([]byte{0x5c, 0, 0x34, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parseVersionInfo(b, map[string]string{})
 	})
 }

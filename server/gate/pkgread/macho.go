@@ -11,6 +11,9 @@ import (
 // the bundle, which is why apps ship as .zip/.dmg/.pkg.
 func readMachO(ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
 	id := &Identity{Format: FormatMachO, Platform: MacOS}
+	if err := CheckMachO(ra, size, lim); err != nil {
+		return id, err
+	}
 	var files []*macho.File
 	if fat, err := macho.NewFatFile(ra); err == nil {
 		for _, a := range fat.Arches {
@@ -33,7 +36,7 @@ func readMachO(ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
 		if err != nil {
 			return id, err
 		}
-		info, err := parseInfoPlist(raw, FormatMachO)
+		info, err := parseInfoPlist(raw, FormatMachO, lim)
 		if err != nil {
 			return id, err
 		}

@@ -2,9 +2,30 @@ package pkgread
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"unicode/utf8"
+
+	"github.com/xpromo/xpromo/server/gate/cfb"
 )
+
+// CFBLimits are the compound-file bounds of lim: MaxTOCBytes for each
+// structure read whole, MaxEntries directory entries, MaxDepth storages.
+func CFBLimits(lim Limits) cfb.Limits {
+	lim = lim.withDefaults()
+	return cfb.Limits{MaxBytes: lim.MaxTOCBytes, MaxEntries: lim.MaxEntries, MaxDepth: lim.MaxDepth}
+}
+
+// CFBReason is the reason code of a compound-file error.
+func CFBReason(err error) Reason {
+	switch {
+	case errors.Is(err, cfb.ErrTooLarge):
+		return ReasonPackageTooLarge
+	case errors.Is(err, cfb.ErrTooDeep):
+		return ReasonPackageTooDeep
+	}
+	return ReasonPackageUnreadable
+}
 
 // readMSI reads the Property table of an MSI database: a compound file whose
 // tables are streams with encoded names, whose strings live in one pool
@@ -12,22 +33,24 @@ import (
 // and whose rows are stored column by column.
 func readMSI(ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
 	id := &Identity{Format: FormatMSI, Platform: Windows}
-	c, err := openCFB(ra, size, lim.MaxTOCBytes)
+	c, err := cfb.Open(ra, size, CFBLimits(lim))
 	if err != nil {
-		return id, fail(ReasonPackageUnreadable, FormatMSI, err, "reading the compound file")
+		return id, fail(CFBReason(err), FormatMSI, err, "reading the compound file")
 	}
-	streams := map[string]*cfbEntry{}
-	for name, e := range c.rootStreams() {
-		streams[decodeMSIName(name)] = e
+	streams := map[string]*cfb.Entry{}
+	for _, e := range c.Children(c.Root()) {
+		if e.Type == cfb.TypeStream {
+			streams[decodeMSIName(e.Name)] = e
+		}
 	}
 	get := func(name string) ([]byte, error) {
 		e := streams[name]
 		if e == nil {
 			return nil, fail(ReasonPackageUnreadable, FormatMSI, nil, "no %s stream: not an MSI database", name)
 		}
-		b, err := c.readStream(e)
+		b, err := c.ReadStream(e)
 		if err != nil {
-			return nil, fail(ReasonPackageUnreadable, FormatMSI, err, "reading %s", name)
+			return nil, fail(CFBReason(err), FormatMSI, err, "reading %s", name)
 		}
 		return b, nil
 	}

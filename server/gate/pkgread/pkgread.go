@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/xpromo/xpromo/server/apperr"
 )
 
 // Reason is a stable code saying why a package's identity could not be
@@ -19,10 +21,15 @@ const (
 	ReasonPackageUnknownFormat Reason = "gate_package_unknown_format"
 	// ReasonPackageUnreadable: a known format that is damaged, truncated, or
 	// uses a part this reader cannot read (the filesystem inside a .dmg).
-	ReasonPackageUnreadable Reason = "gate_package_unreadable"
+	ReasonPackageUnreadable Reason = apperr.GatePackageUnreadable
 	// ReasonPackageTooLarge: a limit was hit (entry count, a file to read
-	// larger than its bound, nesting); the package is not read further.
-	ReasonPackageTooLarge Reason = "gate_package_too_large"
+	// larger than its bound, a zip central directory, a PE resource tree,
+	// a compound file's FAT); the package is not read further.
+	ReasonPackageTooLarge Reason = apperr.GatePackageTooLarge
+	// ReasonPackageTooDeep: a structure nests deeper than Limits.MaxDepth
+	// (a plist, an XML manifest or TOC, a PE resource tree, compound-file
+	// storages), or refers back into itself (a binary plist cycle).
+	ReasonPackageTooDeep Reason = apperr.GatePackageTooDeep
 	// ReasonBundleIDMissing: the package was read but declares no identity
 	// (a zip without an .app, a PE without version info, ...).
 	ReasonBundleIDMissing Reason = "gate_bundle_id_missing"
@@ -106,13 +113,31 @@ type Identity struct {
 }
 
 // Limits bound every read. The zero value of a field means its default.
+// docs/gate.md ("Limits") and docs/limits.md list them.
 type Limits struct {
-	MaxEntries   int   // zip entries / xar TOC files; default 100 000
+	// MaxEntries bounds zip entries (counted in the central directory
+	// before archive/zip reads it, and the count it claims), xar TOC files
+	// and compound-file directory entries; default 100 000.
+	MaxEntries   int
 	MaxFileBytes int64 // one decompressed plist, manifest, PackageInfo; default 4 MiB
-	MaxTOCBytes  int64 // xar TOC (decompressed), dmg XML, MSI table stream; default 16 MiB
-	// MaxPEBytes bounds how much of a PE that is not an *os.File is read
-	// into memory; an *os.File is memory-mapped instead. Default 512 MiB.
-	MaxPEBytes int64
+	MaxTOCBytes  int64 // xar TOC (decompressed), dmg XML, MSI table stream, CFB FAT and directory; default 16 MiB
+	// MaxCentralDirBytes bounds a zip's central directory; default 64 MiB.
+	MaxCentralDirBytes int64
+	// MaxDepth bounds nesting: plist containers, XML elements, PE resource
+	// directories (Windows uses 3 levels), compound-file storages; default 64.
+	MaxDepth int
+	// MaxNodes bounds the elements of one XML document and the objects of
+	// one plist; default 1 000 000.
+	MaxNodes int
+	// MaxResourceEntries bounds the PE resource directory entries a walk of
+	// the tree visits (a directory reached twice counts twice, so a tree
+	// whose entries share subdirectories cannot multiply); default 65 536.
+	MaxResourceEntries int
+	// MaxMachOCommands bounds a Mach-O's load commands (and
+	// MaxMachOCommandBytes their total size); defaults 4 096 and 16 MiB.
+	// A universal binary holds at most 16 architectures.
+	MaxMachOCommands     int
+	MaxMachOCommandBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -125,8 +150,23 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxTOCBytes <= 0 {
 		l.MaxTOCBytes = 16 << 20
 	}
-	if l.MaxPEBytes <= 0 {
-		l.MaxPEBytes = 512 << 20
+	if l.MaxCentralDirBytes <= 0 {
+		l.MaxCentralDirBytes = 64 << 20
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = 64
+	}
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = 1_000_000
+	}
+	if l.MaxResourceEntries <= 0 {
+		l.MaxResourceEntries = 65_536
+	}
+	if l.MaxMachOCommands <= 0 {
+		l.MaxMachOCommands = 4096
+	}
+	if l.MaxMachOCommandBytes <= 0 {
+		l.MaxMachOCommandBytes = 16 << 20
 	}
 	return l
 }
@@ -135,6 +175,9 @@ func (l Limits) withDefaults() Limits {
 type Reader struct {
 	Limits Limits
 }
+
+// DefaultLimits are the bounds a zero Limits stands for.
+func DefaultLimits() Limits { return Limits{}.withDefaults() }
 
 // ReadFile opens path and reads it with r.
 func (r Reader) ReadFile(ctx context.Context, path string) (*Identity, error) {
@@ -163,9 +206,9 @@ func (r Reader) Read(ctx context.Context, ra io.ReaderAt, size int64) (id *Ident
 		return &Identity{Format: FormatUnknown}, err
 	}
 	defer func() {
-		// The third-party parsers (saferwall/pe, relic's compound-file
-		// reader, archive/zip) see hostile bytes; a panic in one of them is
-		// an unreadable package, not a crashed worker.
+		// The parsers (archive/zip, debug/pe, debug/macho, howett.net/plist,
+		// and ours) see hostile bytes; a panic in one of them is an
+		// unreadable package, not a crashed worker.
 		if p := recover(); p != nil {
 			id = &Identity{Format: f}
 			err = fail(ReasonPackageUnreadable, f, nil, "parser failure: %v", p)

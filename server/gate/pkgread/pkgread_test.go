@@ -86,18 +86,12 @@ func TestZipWithoutApp(t *testing.T) {
 }
 
 func TestZipBombIsRefused(t *testing.T) {
-	// 64 MiB of zeros deflate to ~64 KiB; the reader must refuse from the
-	// header (or stop at its bound), never inflate it all.
-	big := make([]byte, 64<<20)
-	z := fixture.Zip(fixture.File{Name: "Hello.app/Contents/Info.plist", Data: big})
-	_, err := read(t, z)
-	wantReason(t, err, ReasonPackageTooLarge)
-
+	// (The decompression bomb itself: TestBombZipDecompression.)
 	files := make([]fixture.File, 20)
 	for i := range files {
 		files[i] = fixture.File{Name: strings.Repeat("a", i+1), Data: []byte("x")}
 	}
-	_, err = Reader{Limits: Limits{MaxEntries: 10}}.Read(context.Background(), bytes.NewReader(fixture.Zip(files...)), int64(len(fixture.Zip(files...))))
+	_, err := Reader{Limits: Limits{MaxEntries: 10}}.Read(context.Background(), bytes.NewReader(fixture.Zip(files...)), int64(len(fixture.Zip(files...))))
 	wantReason(t, err, ReasonPackageTooLarge)
 }
 

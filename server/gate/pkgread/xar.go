@@ -53,6 +53,9 @@ func readXAR(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Iden
 	if err != nil {
 		return id, err
 	}
+	if err := checkXML(raw, lim, FormatPKG, "the TOC"); err != nil {
+		return id, err
+	}
 	var toc xarTOC
 	if err := xml.Unmarshal(raw, &toc); err != nil {
 		return id, fail(ReasonPackageUnreadable, FormatPKG, err, "decoding the TOC")
@@ -95,6 +98,9 @@ func readXAR(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Iden
 		}
 		b, err := xarRead(ra, size, heap, f, lim)
 		if err != nil {
+			return id, err
+		}
+		if err := checkXML(b, lim, FormatPKG, f.Name); err != nil {
 			return id, err
 		}
 		if f.Name == "Distribution" {

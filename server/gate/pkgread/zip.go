@@ -22,6 +22,9 @@ import (
 const maxAppDepth = 3
 
 func readZip(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
+	if err := CheckZipDirectory(ra, size, lim, FormatZip); err != nil {
+		return nil, err
+	}
 	zr, err := zip.NewReader(ra, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) { // nothing is extracted, so "../x" names are harmless
 		return nil, fail(ReasonPackageUnreadable, FormatZip, err, "reading the zip directory")
@@ -85,7 +88,7 @@ func readZippedApp(ctx context.Context, zr *zip.Reader, byName map[string]*zip.F
 		if err != nil {
 			return id, err
 		}
-		info, err := parseInfoPlist(raw, FormatZip)
+		info, err := parseInfoPlist(raw, FormatZip, lim)
 		if err != nil {
 			return id, err
 		}
@@ -147,10 +150,20 @@ type InfoPlist struct {
 	FeedURL      string `plist:"SUFeedURL"`
 }
 
-// ParseInfoPlist decodes an Info.plist (XML, binary or OpenStep).
-func ParseInfoPlist(raw []byte) (*InfoPlist, error) { return parseInfoPlist(raw, FormatUnknown) }
+// ParseInfoPlist decodes an Info.plist (XML, binary or OpenStep) within
+// the default Limits (size, depth, object count).
+func ParseInfoPlist(raw []byte) (*InfoPlist, error) {
+	lim := DefaultLimits()
+	if int64(len(raw)) > lim.MaxFileBytes {
+		return nil, fail(ReasonPackageTooLarge, FormatUnknown, nil, "Info.plist of %d bytes, more than %d", len(raw), lim.MaxFileBytes)
+	}
+	return parseInfoPlist(raw, FormatUnknown, lim)
+}
 
-func parseInfoPlist(raw []byte, format Format) (*InfoPlist, error) {
+func parseInfoPlist(raw []byte, format Format, lim Limits) (*InfoPlist, error) {
+	if err := checkPlist(raw, lim, format, "Info.plist"); err != nil {
+		return nil, err
+	}
 	var info InfoPlist
 	if _, err := plist.Unmarshal(raw, &info); err != nil {
 		return nil, fail(ReasonPackageUnreadable, format, err, "decoding Info.plist")
@@ -185,6 +198,9 @@ func readAppxManifest(f *zip.File, lim Limits) (*Identity, error) {
 	id := &Identity{Format: FormatMSIX, Platform: Windows}
 	raw, err := readZipFile(f, lim.MaxFileBytes, FormatMSIX)
 	if err != nil {
+		return id, err
+	}
+	if err := checkXML(raw, lim, FormatMSIX, path.Base(f.Name)); err != nil {
 		return id, err
 	}
 	var m appxManifest

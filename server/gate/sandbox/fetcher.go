@@ -38,8 +38,9 @@ func (f *fetcher) Fetch(ctx context.Context, r gate.FetchRequest) (*gate.Downloa
 	if variant == variantMissing {
 		return nil, &gate.CheckError{Reason: "gate_download_failed", Err: fmt.Errorf("GET %s: 404 Not Found (sandbox: missing.*)", r.URL)}
 	}
-	body, err := f.s.pkgs.get(packageKey{r.Platform, r.BundleID, variant}, func() ([]byte, error) {
-		return f.s.build(r.Platform, r.BundleID, variant)
+	format := formatOf(r.URL)
+	body, err := f.s.pkgs.get(packageKey{r.Platform, r.BundleID, variant, format}, func() ([]byte, error) {
+		return f.s.build(r.Platform, r.BundleID, variant, format)
 	})
 	if err != nil {
 		return nil, err

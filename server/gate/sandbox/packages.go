@@ -22,6 +22,7 @@ import (
 	"howett.net/plist"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/gate/codesign"
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 )
 
@@ -95,13 +96,16 @@ func appName(bundleID string) string {
 
 // build makes the package for platform, bundleID and variant (not
 // variantMissing). Unknown platforms get the macOS package.
-func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant string) ([]byte, error) {
+func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format string) ([]byte, error) {
 	if variant == variantUnreadable {
 		return []byte(unreadablePage), nil
 	}
 	declared := bundleID
 	if variant == variantMismatch {
 		declared += ".mismatch"
+	}
+	if platform == xpromo.PlatformWin && format == formatMSI {
+		return s.msiPackage(declared, appName(bundleID), variant)
 	}
 	if platform == xpromo.PlatformWin {
 		return s.windowsPackage(declared, appName(bundleID), variant)
@@ -167,6 +171,52 @@ func (s *Sandbox) windowsPackage(bundleID, name, variant string) ([]byte, error)
 		return exe, nil
 	}
 	return signPE(exe, s.pki.windows)
+}
+
+// formatMSI: a Windows download_url whose path ends in .msi gets an MSI.
+const formatMSI = "msi"
+
+// formatOf is the package format a download URL asks for: "msi" for a path
+// ending in .msi (any case), "" (the platform's default) otherwise.
+func formatOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".msi") {
+		return formatMSI
+	}
+	return ""
+}
+
+// msiPackage is an MSI database whose ProductName is the bundle id and
+// Manufacturer the signer's organisation, Authenticode-signed in-process:
+// the digest by codesign.DigestMSI (the verifier's own, which is held to
+// osslsigncode's in its tests), the PKCS#7 by relic, stored in
+// \x05DigitalSignature. infected adds the EICAR file as a stream.
+func (s *Sandbox) msiPackage(bundleID, name, variant string) ([]byte, error) {
+	props := map[string]string{
+		"ProductName":    bundleID,
+		"Manufacturer":   "xpromo sandbox",
+		"ProductVersion": "1.0.0",
+		"ProductCode":    "{5A4D5A4D-0000-4000-8000-000000000001}",
+		"UpgradeCode":    "{5A4D5A4D-0000-4000-8000-000000000002}",
+	}
+	extra := map[string][]byte{}
+	if variant == variantInfected {
+		extra["eicar.com"] = eicar
+	}
+	unsigned := fixture.MSIWithStreams(props, extra)
+	if variant == variantUnsigned {
+		return unsigned, nil
+	}
+	digest, err := codesign.DigestMSI(context.Background(), bytes.NewReader(unsigned), int64(len(unsigned)), crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: digesting the MSI: %w", err)
+	}
+	sig, err := authenticode.SignMSIImprint(context.Background(), digest, crypto.SHA256, s.pki.windows, &authenticode.OpusParams{Description: name + " (xpromo sandbox test package)"})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: signing the MSI: %w", err)
+	}
+	extra["\x05DigitalSignature"] = sig.Raw
+	return fixture.MSIWithStreams(props, extra), nil
 }
 
 // signMachO signs a thin Mach-O in-process with relic's signer, as codesign
@@ -271,6 +321,7 @@ type packageKey struct {
 	platform xpromo.Platform
 	bundleID string
 	variant  string
+	format   string
 }
 
 // packageCache keeps built packages, forgetting the oldest beyond max.

@@ -194,9 +194,12 @@ func check(t *testing.T, s *Sandbox, d *gate.Download, platform xpromo.Platform,
 	}
 	defer f.Close()
 	ver := &codesign.Verifier{Roots: s.Roots()}
-	if platform == xpromo.PlatformWin {
+	switch {
+	case v.identity != nil && v.identity.Format == pkgread.FormatMSI:
+		v.signed, v.signErr = ver.VerifyMSI(ctx, f, d.Size)
+	case platform == xpromo.PlatformWin:
 		v.signed, v.signErr = ver.VerifyPE(ctx, f, d.Size)
-	} else {
+	default:
 		v.signed, v.signErr = ver.VerifyApp(ctx, f, d.Size)
 	}
 	res, err := s.Scanner(nil).Scan(ctx, d)
@@ -394,7 +397,7 @@ func TestPackageCacheIsBounded(t *testing.T) {
 	c := newPackageCache(2)
 	builds := 0
 	get := func(id string) {
-		if _, err := c.get(packageKey{xpromo.PlatformMac, id, ""}, func() ([]byte, error) { builds++; return []byte(id), nil }); err != nil {
+		if _, err := c.get(packageKey{xpromo.PlatformMac, id, "", ""}, func() ([]byte, error) { builds++; return []byte(id), nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -499,5 +502,51 @@ func TestMailer(t *testing.T) {
 	}
 	if err := m.Send(ctx, contact.Message{To: "dev@example.com", Subject: "x", Text: text}); !errors.Is(err, contact.ErrMailUnavailable) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// A Windows download_url ending in .msi gets a signed MSI, through the same
+// readers and verifiers, bound to its signer as the gate binds it.
+func TestFetcherMSI(t *testing.T) {
+	s := testSandbox(t)
+	f := s.Fetcher(nil)
+	const id = "com.acme.hello-world"
+	w := xpromo.PlatformWin
+	v := check(t, s, fetch(t, f, w, id, "https://example.com/downloads/Hello.MSI"), w, id)
+	if v.readErr != nil || v.signErr != nil || v.infected || v.identity.Format != pkgread.FormatMSI {
+		t.Fatalf("good MSI: read %v, sign %v, infected %v, %+v", v.readErr, v.signErr, v.infected, v.identity)
+	}
+	if v.identity.Publisher != "xpromo sandbox" || v.signed.SignerOrganization != "xpromo sandbox" {
+		t.Fatalf("%+v %+v", v.identity, v.signed)
+	}
+	if d := gate.BindSigner(v.signed, v.identity, id); d != "" {
+		t.Fatalf("the sandbox MSI does not bind to its signer: %s", d)
+	}
+	v = check(t, s, fetch(t, f, w, id, "https://unsigned.example.com/Hello.msi"), w, id)
+	if v.readErr != nil || codesign.ReasonOf(v.signErr) != codesign.ReasonUnsigned {
+		t.Fatalf("unsigned MSI: %v %v", v.readErr, v.signErr)
+	}
+	v = check(t, s, fetch(t, f, w, id, "https://infected.example.com/Hello.msi"), w, id)
+	if v.readErr != nil || v.signErr != nil || !v.infected {
+		t.Fatalf("infected MSI: %v %v %v", v.readErr, v.signErr, v.infected)
+	}
+	v = check(t, s, fetch(t, f, w, id, "https://mismatch.example.com/Hello.msi"), w, id)
+	if pkgread.ReasonOf(v.readErr) != pkgread.ReasonBundleMismatch || v.signErr != nil {
+		t.Fatalf("mismatched MSI: %v %v", v.readErr, v.signErr)
+	}
+	// A sandbox MSI verifies against the sandbox root only.
+	d := fetch(t, f, w, id, "https://example.com/Hello.msi")
+	file, err := d.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	other, err := New(time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&codesign.Verifier{Roots: other.Roots()}).VerifyMSI(context.Background(), file, d.Size)
+	if codesign.ReasonOf(err) != codesign.ReasonUntrustedSigner {
+		t.Fatalf("another sandbox's root: %v", err)
 	}
 }

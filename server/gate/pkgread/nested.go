@@ -1,0 +1,125 @@
+package pkgread
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// DefaultMaxNestedBytes bounds an installer extracted from a zip (the
+// download's own default limit).
+const DefaultMaxNestedBytes = 1 << 30
+
+// Nested is an installer found inside a zip, extracted to a temporary file.
+type Nested struct {
+	Path string   // its path inside the zip
+	File *os.File // the extracted bytes; Close removes it
+	Size int64
+}
+
+// Close closes and removes the extracted file.
+func (n *Nested) Close() error {
+	if n == nil || n.File == nil {
+		return nil
+	}
+	n.File.Close()
+	return os.Remove(n.File.Name())
+}
+
+// Unwrap looks one level into a zip that is not itself an app: a .zip
+// around one Windows installer (winget's "zip" packages: a setup.exe, an
+// .msi) holds exactly one .msi, or else exactly one .exe, at its root or
+// one folder down. That installer is extracted — at most maxBytes
+// decompressed (0: DefaultMaxNestedBytes), streamed to a temporary file —
+// and returned when its bytes are a PE or an MSI, for the readers and
+// verifiers to read instead of the zip. Anything else (a zipped .app, an
+// MSIX, several installers, none, a nested zip) returns nil: there is
+// nothing to unwrap, and only one level is ever opened.
+func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxBytes int64) (*Nested, error) {
+	if f, err := Detect(ra, size); err != nil || f != FormatZip {
+		return nil, nil
+	}
+	if err := CheckZipDirectory(ra, size, lim, FormatZip); err != nil {
+		return nil, err
+	}
+	zr, err := zip.NewReader(ra, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, nil // readZip says why
+	}
+	var msis, exes []*zip.File
+	for _, f := range zr.File {
+		name := CleanZipName(f.Name)
+		parts := strings.Split(name, "/")
+		last := parts[len(parts)-1]
+		switch {
+		case strings.HasPrefix(name, "__MACOSX/"):
+			continue
+		case last == "Info.plist" && len(parts) >= 3 && parts[len(parts)-2] == "Contents" && strings.HasSuffix(parts[len(parts)-3], ".app"),
+			name == "AppxManifest.xml", name == "AppxMetadata/AppxBundleManifest.xml":
+			return nil, nil // an app or an MSIX: read as such
+		case !f.Mode().IsRegular() || len(parts) > 2:
+			continue
+		}
+		switch lower := strings.ToLower(last); {
+		case strings.HasSuffix(lower, ".msi"):
+			msis = append(msis, f)
+		case strings.HasSuffix(lower, ".exe"):
+			exes = append(exes, f)
+		}
+	}
+	var pick *zip.File
+	switch {
+	case len(msis) == 1:
+		pick = msis[0]
+	case len(msis) == 0 && len(exes) == 1:
+		pick = exes[0]
+	default:
+		return nil, nil
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxNestedBytes
+	}
+	if pick.UncompressedSize64 > uint64(maxBytes) {
+		return nil, fail(ReasonPackageTooLarge, FormatZip, nil, "%s declares %d bytes, more than %d", pick.Name, pick.UncompressedSize64, maxBytes)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rc, err := pick.Open()
+	if err != nil {
+		return nil, fail(ReasonPackageUnreadable, FormatZip, err, "opening %s", pick.Name)
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp("", "xpromo-nested-*")
+	if err != nil {
+		return nil, err
+	}
+	n := &Nested{Path: CleanZipName(pick.Name), File: tmp}
+	written, err := io.Copy(tmp, io.LimitReader(rc, maxBytes+1))
+	switch {
+	case err != nil && isPathError(err):
+		n.Close()
+		return nil, err // our disk
+	case err != nil:
+		n.Close()
+		return nil, fail(ReasonPackageUnreadable, FormatZip, err, "extracting %s", pick.Name)
+	case written > maxBytes:
+		n.Close()
+		return nil, fail(ReasonPackageTooLarge, FormatZip, nil, "%s is larger than %d bytes", pick.Name, maxBytes)
+	}
+	n.Size = written
+	if f, err := Detect(tmp, written); err != nil || (f != FormatPE && f != FormatMSI) {
+		n.Close()
+		return nil, nil // named like an installer, but not one
+	}
+	return n, nil
+}
+
+func isPathError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe)
+}
