@@ -214,6 +214,8 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	svc := httpapi.Services{
 		AdminToken:     cfg.AdminToken,
 		Guide:          guide.Markdown,
+		GuideProtocol:  guide.Protocol,
+		GuideVectors:   guide.Vectors,
 		BaseURL:        cfg.BaseURL,
 		Ledger:         store,
 		Clock:          clock,
