@@ -205,6 +205,8 @@ async function main() {
   // 3. The advertiser tops up (the test checkout) and starts a campaign.
   const top = await call("POST", `/v1/apps/${adv.id}/top-up`, { key: adv.key, body: { amount_cents: 20000 }, want: 200 });
   await call("POST", top.json.checkout_url, { want: 200 });
+  const topLines = (await call("GET", `/v1/apps/${adv.id}/ledger`, { key: adv.key, want: 200 })).json.lines;
+  expect(topLines.some((l) => l.type === "topup" && l.amount_cents === 20000), `no topup line: ${JSON.stringify(topLines)}`);
   const campaign = (await call("POST", "/v1/campaigns", {
     key: adv.key, body: { app_id: adv.id, categories: [category], daily_budget_cents: 5000 }, want: 201,
   })).json;
@@ -289,6 +291,11 @@ async function main() {
   const share = offer.price_cents - Math.floor(offer.price_cents * card.take_rate);
   expect(earn && earn.amount_cents === share, `the publisher's earn line: ${JSON.stringify(earn)}, want ${share}`);
   log(`cleared: the publisher earned ${earn.amount_cents} cents`);
+  const advLines = (await call("GET", `/v1/apps/${adv.id}/ledger`, { key: adv.key, want: 200 })).json.lines
+    .filter((l) => l.event_chain_id === chain.chain_id).map((l) => `${l.type} ${l.amount_cents}`);
+  const p = offer.price_cents;
+  expect(JSON.stringify(advLines) === JSON.stringify([`escrow_hold ${-p}`, `escrow_release ${p}`, `charge ${-p}`]),
+    `the advertiser's lines of the install: ${JSON.stringify(advLines)}`);
 
   // 10. A payout below EUR 50 of cash earnings is refused.
   const payout = await call("POST", `/v1/apps/${pub.id}/payout`, { key: pub.key, want: 409 });
