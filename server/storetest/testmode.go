@@ -17,10 +17,8 @@ import (
 // (server/testmode: the test clock's offset, the drawn offer secret) on a
 // fresh store from newStore: the sqlite and postgres packages call it.
 func TestMode(t *testing.T, newStore func(t *testing.T) storage.Store) {
-	t.Run("ClockOffsetAddsUp", func(t *testing.T) { testClockOffsetAddsUp(t, newStore(t)) })
-	t.Run("OfferSecretFirstWins", func(t *testing.T) { testOfferSecretFirstWins(t, newStore(t)) })
-	t.Run("OfferSecretBeforeClock", func(t *testing.T) { testOfferSecretFirst(t, newStore(t)) })
-	t.Run("ConcurrentAdvances", func(t *testing.T) { testConcurrentAdvances(t, newStore(t)) })
+	t.Run("ClockAndSecret", func(t *testing.T) { testClockAndSecret(t, newStore(t)) })
+	t.Run("SecretAfterClock", func(t *testing.T) { testSecretAfterClock(t, newStore(t)) })
 }
 
 func clockOffset(t *testing.T, s storage.Store) time.Duration {
@@ -53,11 +51,19 @@ func offerSecret(t *testing.T, s storage.Store, candidate []byte) []byte {
 	return got
 }
 
-func testClockOffsetAddsUp(t *testing.T, s storage.Store) {
+// testClockAndSecret: on a fresh store the secret comes first (a server
+// starting without a configured one), then the clock adds up, by one
+// instance or several at once; neither disturbs the other.
+func testClockAndSecret(t *testing.T, s storage.Store) {
 	assert.Zero(t, clockOffset(t, s), "a store never advanced reads 0")
+	first := bytes.Repeat([]byte{1}, 32)
+	assert.Equal(t, first, offerSecret(t, s, first), "no secret yet: the candidate is stored")
+	assert.Zero(t, clockOffset(t, s), "the secret leaves the clock alone")
+
 	assert.Equal(t, 48*time.Hour, advanceClock(t, s, 48*time.Hour))
 	assert.Equal(t, 48*time.Hour+time.Minute, advanceClock(t, s, time.Minute))
 	assert.Equal(t, 48*time.Hour+time.Minute, clockOffset(t, s), "what a restarted server reads")
+	assert.Equal(t, first, offerSecret(t, s, bytes.Repeat([]byte{2}, 40)), "a secret stored: later candidates are ignored")
 
 	// A refused transaction leaves the offset as it was.
 	err := s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
@@ -68,46 +74,32 @@ func testClockOffsetAddsUp(t *testing.T, s storage.Store) {
 	})
 	require.ErrorIs(t, err, assert.AnError)
 	assert.Equal(t, 48*time.Hour+time.Minute, clockOffset(t, s))
-}
 
-func testOfferSecretFirstWins(t *testing.T, s storage.Store) {
-	// The clock advanced first: the row exists without a secret.
-	advanceClock(t, s, time.Hour)
-	first := bytes.Repeat([]byte{1}, 32)
-	second := bytes.Repeat([]byte{2}, 40)
-	assert.Equal(t, first, offerSecret(t, s, first), "no secret yet: the candidate is stored")
-	assert.Equal(t, first, offerSecret(t, s, second), "a secret stored: later candidates are ignored")
-	assert.Equal(t, time.Hour, clockOffset(t, s), "the secret leaves the clock alone")
-	advanceClock(t, s, time.Hour)
-	assert.Equal(t, first, offerSecret(t, s, second), "and the clock the secret")
-
-}
-
-func testOfferSecretFirst(t *testing.T, s storage.Store) {
-	secret := bytes.Repeat([]byte{3}, 32)
-	assert.Equal(t, secret, offerSecret(t, s, secret), "the secret may come before any advance")
-	assert.Zero(t, clockOffset(t, s))
-	assert.Equal(t, time.Minute, advanceClock(t, s, time.Minute))
-	assert.Equal(t, secret, offerSecret(t, s, bytes.Repeat([]byte{4}, 32)))
-}
-
-func testConcurrentAdvances(t *testing.T, s storage.Store) {
+	// Instances advancing at once: no advance is lost.
 	const workers, each = 4, 5
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for range each {
-				assert.NoError(t, advanceClockErr(s, time.Second))
+				assert.NoError(t, s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+					_, err := tx.AdvanceTestClock(ctx, time.Second)
+					return err
+				}))
 			}
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, workers*each*time.Second, clockOffset(t, s), "no advance is lost")
+	assert.Equal(t, 48*time.Hour+time.Minute+workers*each*time.Second, clockOffset(t, s))
+	assert.Equal(t, first, offerSecret(t, s, bytes.Repeat([]byte{3}, 32)))
 }
 
-func advanceClockErr(s storage.Store, d time.Duration) error {
-	return s.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-		_, err := tx.AdvanceTestClock(ctx, d)
-		return err
-	})
+// testSecretAfterClock: a server with a configured secret advanced the
+// clock (the row has no secret); one started later without a secret
+// draws it then.
+func testSecretAfterClock(t *testing.T, s storage.Store) {
+	advanceClock(t, s, time.Hour)
+	secret := bytes.Repeat([]byte{4}, 32)
+	assert.Equal(t, secret, offerSecret(t, s, secret))
+	assert.Equal(t, secret, offerSecret(t, s, bytes.Repeat([]byte{5}, 32)))
+	assert.Equal(t, time.Hour, clockOffset(t, s))
 }
