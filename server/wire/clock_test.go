@@ -2,15 +2,17 @@ package wire_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"strings"
-
+	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 	"github.com/xpromo/xpromo/server/wire"
@@ -78,4 +80,19 @@ func TestTestModeKeptInStore(t *testing.T) {
 		assert.Equal(t, first.Attribution.MACKey, build(wire.Config{}).Attribution.MACKey, "and leaves the stored one")
 
 	})
+}
+
+// TestClockAdvanceReplay: an advance sent again with its Idempotency-Key is
+// answered from the first, and the clock moves once.
+func TestClockAdvanceReplay(t *testing.T) {
+	s := storagetest.SQLite(t)
+	a := start(t, openapitest.New(t), s, wire.Config{ReadLimit: 10_000, WriteLimit: 10_000})
+	before := a.serverNow()
+	first := a.expect(200, a.do("POST", "/v1/admin/clock/advance", adminToken, map[string]any{"seconds": 3600}, "Idempotency-Key", "advance-1"))
+	again := a.expect(200, a.do("POST", "/v1/admin/clock/advance", adminToken, map[string]any{"seconds": 3600}, "Idempotency-Key", "advance-1"))
+	assert.JSONEq(t, string(first.Body), string(again.Body))
+	var c xpromo.ClockState
+	require.NoError(t, json.Unmarshal(a.expect(200, a.do("GET", "/v1/admin/clock", adminToken, nil)).Body, &c))
+	assert.Equal(t, int64(3600), c.OffsetSeconds, "moved once")
+	assert.WithinDuration(t, before.Add(time.Hour), c.Now, time.Second)
 }
