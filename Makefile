@@ -170,8 +170,10 @@ capi-windows: ## cross-build xpromo.dll, its import library xpromo.lib and xprom
 clean: ## remove ./bin (./data, the local database, is kept)
 	rm -rf bin
 
-guide: ## copy integration-guide.md into the server, which embeds and serves it
+guide: ## copy integration-guide.md, docs/protocol.md and the test vectors into the server, which embeds and serves them
 	cp integration-guide.md server/guide/integration-guide.md
+	cp docs/protocol.md server/guide/protocol.md
+	cp sdk/attribution/testdata/vectors.json server/guide/vectors.json
 
 mcp-conformance: ## the official MCP conformance suite and Inspector CLI against /mcp and xpromo-mcp (needs Node 22+ and npm; NODE=…)
 	scripts/mcp-conformance.sh

@@ -617,8 +617,9 @@ func (h *harness) killAndRestart(ctx context.Context, cycle int, k Kill, inFligh
 	if err := h.srv.start(ctx); err != nil {
 		return k, fmt.Errorf("restarting the server: %w", err)
 	}
-	// The test clock lives in the process: put it back where the run had
-	// it (from wherever the new process starts it), plus LeaseSkip.
+	// The store keeps the test clock's offset (server/testmode), so the
+	// new process starts where the run had it; move it by LeaseSkip (from
+	// wherever it starts, whatever it kept).
 	state, err := h.setup.AdminGetClock(ctx)
 	if err != nil {
 		return k, fmt.Errorf("reading the restarted server's clock: %w", err)

@@ -2,16 +2,45 @@ package guide
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"regexp"
 	"testing"
 )
 
-func TestCopyMatchesRoot(t *testing.T) {
-	root, err := os.ReadFile("../../integration-guide.md")
-	if err != nil {
-		t.Fatal(err)
+func TestCopiesMatchRoot(t *testing.T) {
+	for root, copy := range map[string][]byte{
+		"../../integration-guide.md":                  Markdown,
+		"../../docs/protocol.md":                      Protocol,
+		"../../sdk/attribution/testdata/vectors.json": Vectors,
+	} {
+		want, err := os.ReadFile(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(want, copy) {
+			t.Errorf("server/guide's copy of %s differs from it: run `make guide`", root)
+		}
 	}
-	if !bytes.Equal(root, Markdown) {
-		t.Fatal("server/guide/integration-guide.md differs from the root integration-guide.md: run `make guide`")
+	if !json.Valid(Vectors) {
+		t.Error("vectors.json is not JSON")
+	}
+}
+
+// The served guide is read without the repository: every link it makes
+// to the vectors and the protocol is an absolute path the server serves,
+// and none is relative to the repository.
+func TestGuideLinksServedFiles(t *testing.T) {
+	for _, path := range []string{"/v1/integration-guide/vectors.json", "/v1/integration-guide/protocol.md"} {
+		if !bytes.Contains(Markdown, []byte("("+path+")")) {
+			t.Errorf("the guide does not link %s", path)
+		}
+	}
+	links := regexp.MustCompile(`\]\(([^)]+)\)`).FindAllSubmatch(Markdown, -1)
+	for _, l := range links {
+		target := string(l[1])
+		if !regexp.MustCompile(`^(/|https?://|#)`).MatchString(target) {
+			t.Errorf("the guide links %q, a path relative to the repository the served copy cannot reach", target)
+		}
 	}
 }

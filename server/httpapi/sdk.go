@@ -22,7 +22,9 @@ type TestClock interface {
 	Now() time.Time
 	Offset() time.Duration
 	TestMode() bool
-	Advance(d time.Duration) (time.Time, error)
+	// Advance answers the new time and offset (a kept clock moves once the
+	// request's unit of work has committed).
+	Advance(ctx context.Context, d time.Duration) (now time.Time, offset time.Duration, err error)
 }
 
 // FillPolicy is the per-app budget of POST /v1/sdk/fill, on top of the
@@ -352,11 +354,12 @@ func (s *Server) advanceClock(w http.ResponseWriter, r *http.Request) {
 	if secs < 0 || secs > int64(time.Duration(1<<62)/time.Second) {
 		d = -1 // refused by Advance, without overflowing
 	}
-	if _, err := s.services.Clock.Advance(d); err != nil {
+	now, offset, err := s.services.Clock.Advance(r.Context(), d)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.clockState())
+	writeJSON(w, http.StatusOK, xpromo.ClockState{Now: now.UTC(), OffsetSeconds: int64(offset / time.Second), TestMode: true})
 }
 
 // sweep runs the clearing sweep now (the server also runs it every few

@@ -31,6 +31,9 @@ type Services struct {
 	ReadPolicy, WritePolicy ratelimit.Policy
 	// Guide is integration-guide.md, served by GET /v1/integration-guide.
 	Guide []byte
+	// GuideProtocol and GuideVectors are docs/protocol.md and the test
+	// vectors, served beside the guide (GET /v1/integration-guide/…).
+	GuideProtocol, GuideVectors []byte
 	// BaseURL is the server's public URL (scheme://host[:port]), used in links
 	// it hands out, such as checkout_url.
 	BaseURL string

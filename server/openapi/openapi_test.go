@@ -212,6 +212,11 @@ var operations = map[string]opSpec{
 	"list_complaints":         {"GET", "/v1/apps/{app_id}/complaints", false, false},
 	"admin_list_complaints":   {"GET", "/v1/admin/complaints", false, false},
 	"admin_resolve_complaint": {"POST", "/v1/admin/complaints/{complaint_id}/resolve", false, true},
+
+	// What the served integration guide links, so that it is complete
+	// alone (public).
+	"get_integration_guide_vectors":  {"GET", "/v1/integration-guide/vectors.json", true, false},
+	"get_integration_guide_protocol": {"GET", "/v1/integration-guide/protocol.md", true, false},
 }
 
 // optionalBody lists the operations whose JSON body may be left out.

@@ -1,7 +1,7 @@
 // Package storage names what the server needs from a database as a whole.
 //
 // Each domain package (ledger, apps, market, payments, idempotency,
-// attribution, webhooks, jobs, scoring) declares the narrow Tx interface its
+// attribution, webhooks, jobs, scoring, testmode) declares the narrow Tx interface its
 // functions need; Tx here is their union, which the sqlite and postgres
 // stores implement with one transaction type. A
 // domain function that moves money takes an interface embedding both its own
@@ -28,6 +28,7 @@ import (
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/scoring"
+	"github.com/xpromo/xpromo/server/testmode"
 	"github.com/xpromo/xpromo/server/webhooks"
 )
 
@@ -45,6 +46,7 @@ type Tx interface {
 	scoring.Tx
 	contact.Store
 	lifecycle.Tx
+	testmode.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

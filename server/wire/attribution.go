@@ -74,18 +74,27 @@ func macKey(secret []byte) token.MACKey {
 }
 
 // offerKeys returns the key that seals offers and every key that verifies
-// them. Without a configured secret a test-mode server draws a random one
-// (offers then die with the process, which is fine for tests); a live
-// server refuses to start, since instances must share it.
-func offerKeys(cfg Config) (token.MACKey, token.MACKeys, error) {
+// them. Without a configured secret a test-mode server uses the one kept in
+// its store, drawn by the first process that started on it (so offers
+// sealed before a restart still verify after it, and instances on one store
+// share it); a live server refuses to start, since its instances must share
+// a secret its operator keeps.
+func offerKeys(ctx context.Context, cfg Config, store storage.Store) (token.MACKey, token.MACKeys, error) {
 	secret := []byte(cfg.OfferSecret)
 	if len(secret) == 0 {
 		if cfg.Mode == httpapi.ModeLive {
 			return token.MACKey{}, nil, errors.New("live mode needs an offer MAC secret (at least 32 bytes) shared by every instance")
 		}
-		secret = make([]byte, 32)
-		if _, err := rand.Read(secret); err != nil {
+		drawn := make([]byte, 32)
+		if _, err := rand.Read(drawn); err != nil {
 			return token.MACKey{}, nil, err
+		}
+		err := store.Update(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+			secret, err = tx.TestOfferSecret(ctx, drawn)
+			return err
+		})
+		if err != nil {
+			return token.MACKey{}, nil, fmt.Errorf("the test offer secret: %w", err)
 		}
 	}
 	if len(secret) < MinOfferSecret {
@@ -135,8 +144,8 @@ func ipClassifier(cfg Config) (*attribution.Classifier, error) {
 
 // attributionService builds attribution on the market's auction, and gives
 // delivery its spend of the day (SpendToday) from the chains.
-func attributionService(cfg Config, store storage.Store, m *market.Service) (*attribution.Service, error) {
-	key, keys, err := offerKeys(cfg)
+func attributionService(ctx context.Context, cfg Config, store storage.Store, m *market.Service) (*attribution.Service, error) {
+	key, keys, err := offerKeys(ctx, cfg, store)
 	if err != nil {
 		return nil, err
 	}

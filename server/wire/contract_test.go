@@ -16,6 +16,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/gate/gatetest"
+	guidepkg "github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/openapi"
@@ -136,6 +137,8 @@ func TestContract(t *testing.T) {
 		a.expect(200, a.do("GET", "/v1/network-stats", "", nil))
 		guide := a.expect(200, a.do("GET", "/v1/integration-guide", "", nil))
 		assert.True(t, strings.HasPrefix(guide.Header.Get("Content-Type"), "text/markdown"))
+		assert.Equal(t, guidepkg.Vectors, a.expect(200, a.do("GET", "/v1/integration-guide/vectors.json", "", nil)).Body)
+		assert.Equal(t, guidepkg.Protocol, a.expect(200, a.do("GET", "/v1/integration-guide/protocol.md", "", nil)).Body)
 		a.expect(200, a.do("GET", "/.well-known/x402", "", nil))
 
 		// Registration and its validation.

@@ -61,7 +61,7 @@ func TestRunPayoutRecovery(t *testing.T) {
 		t.Fatal("the payout did not stay pending")
 	}
 	srv.Payments.Provider = real
-	if _, err := srv.Clock.Advance(2 * payments.DefaultPayoutGrace); err != nil {
+	if _, _, err := srv.Clock.Advance(context.Background(), 2*payments.DefaultPayoutGrace); err != nil {
 		t.Fatal(err)
 	}
 	sent := func() bool {

@@ -4,6 +4,7 @@
 package wire
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -170,6 +171,9 @@ type Server struct {
 	cfg       Config
 }
 
+// startupTimeout bounds the store reads Build makes.
+const startupTimeout = 30 * time.Second
+
 // New builds the whole HTTP server on store.
 func New(cfg Config, store storage.Store) (*httpapi.Server, error) {
 	s, err := Build(cfg, store)
@@ -194,7 +198,14 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if cfg.Mode == "" {
 		cfg.Mode = httpapi.ModeTest
 	}
+	// What test mode keeps in the store (server/testmode) is read once, at
+	// start: the test clock's offset here, the offer secret below.
+	startup, cancel := context.WithTimeout(context.Background(), startupTimeout)
+	defer cancel()
 	clock := NewClock(cfg.Now, cfg.Mode == httpapi.ModeTest)
+	if err := clock.keepIn(startup, store); err != nil {
+		return nil, err
+	}
 	cfg.Now = clock.Now
 	// The REST API's records of requests made by an MCP tool call also go
 	// to that MCP session (logging/setLevel, docs/mcp.md).
@@ -203,6 +214,8 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	svc := httpapi.Services{
 		AdminToken:     cfg.AdminToken,
 		Guide:          guide.Markdown,
+		GuideProtocol:  guide.Protocol,
+		GuideVectors:   guide.Vectors,
 		BaseURL:        cfg.BaseURL,
 		Ledger:         store,
 		Clock:          clock,
@@ -225,7 +238,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if hook != nil {
 		svc.StripeWebhook = hook
 	}
-	if svc.Attribution, err = attributionService(cfg, store, svc.Market); err != nil {
+	if svc.Attribution, err = attributionService(startup, cfg, store, svc.Market); err != nil {
 		return nil, fmt.Errorf("attribution: %w", err)
 	}
 	if svc.Idempotency, err = idempotencyService(cfg, store); err != nil {

@@ -141,7 +141,7 @@ var settings = []setting{
 	{flag: "stripe-connect-country", env: "XPROMO_STRIPE_CONNECT_COUNTRY", def: "", usage: "live mode: country (ISO 3166-1 alpha-2, e.g. DE) of the Stripe Express accounts created for apps' payouts", serveOnly: true},
 	{flag: "stripe-success-url", env: "XPROMO_STRIPE_SUCCESS_URL", def: "", usage: "where Stripe Checkout sends the payer after paying (and cancelling); empty: the base URL", serveOnly: true},
 	{flag: "stripe-connect-return-url", env: "XPROMO_STRIPE_CONNECT_RETURN_URL", def: "", usage: "where Stripe's Connect onboarding sends the account holder back; empty: the base URL", serveOnly: true},
-	{flag: "offer-secret", env: "XPROMO_OFFER_SECRET", def: "", usage: "secret (at least 32 bytes) sealing attribution offers, the same on every instance; empty: random per process in test mode, refused in live mode", serveOnly: true},
+	{flag: "offer-secret", env: "XPROMO_OFFER_SECRET", def: "", usage: "secret (at least 32 bytes) sealing attribution offers, the same on every instance; empty: in test mode one drawn at first start and kept in the store, refused in live mode", serveOnly: true},
 	{flag: "offer-secret-previous", env: "XPROMO_OFFER_SECRET_PREVIOUS", def: "", usage: "the offer secret before a rotation, still verifying offers sealed with it (keep it 30 minutes)", serveOnly: true},
 	{flag: "ip2asn-file", env: "XPROMO_IP2ASN_FILE", def: "", usage: "IP-to-ASN table in the iptoasn.com TSV format (gzip or plain) for fraud_datacenter_asn", serveOnly: true},
 	{flag: "datacenters-file", env: "XPROMO_DATACENTERS_FILE", def: "", usage: "datacenter AS numbers and CIDR prefixes, one per line; empty: the list shipped with the server", serveOnly: true},
