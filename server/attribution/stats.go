@@ -6,6 +6,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/rollup"
 )
 
 // Chain returns a chain to one of the two apps it names (publisher or
@@ -28,11 +29,20 @@ func (s *Service) Chain(ctx context.Context, callerAppID, chainID string) (Chain
 
 // AppStats aggregates an advertiser app's chains and fills in [from, to]:
 // what market stats report. Fills this instance counted but has not flushed
-// yet are included.
+// yet are included. The part of from's day is read from the chains, the
+// whole days after it from the daily rollups (package rollup), so the read
+// does not grow with the history.
 func (s *Service) AppStats(ctx context.Context, appID string, from, to time.Time) (ChainStats, error) {
 	var out ChainStats
+	w := rollup.Split(from, to)
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		out, err = tx.AppChainStats(ctx, appID, from, to)
+		if out, err = tx.AppChainStats(ctx, appID, w.From, w.RawTo); err != nil || !w.HasDays {
+			return err
+		}
+		days, err := tx.ChainStatsDays(ctx, appID, w.FirstDay, w.LastDay)
+		out.Impressions += days.Impressions
+		out.Clicks += days.Clicks
+		out.FraudRejected = addCounts(out.FraudRejected, days.FraudRejected)
 		return err
 	})
 	if err != nil {
@@ -45,14 +55,34 @@ func (s *Service) AppStats(ctx context.Context, appID string, from, to time.Time
 	return out, nil
 }
 
-// NetworkStats aggregates the network's chains in [from, to].
+// NetworkStats aggregates the network's chains in [from, to], split between
+// the chains and the rollups as AppStats is.
 func (s *Service) NetworkStats(ctx context.Context, from, to time.Time) (NetworkStats, error) {
 	var out NetworkStats
+	w := rollup.Split(from, to)
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		out, err = tx.NetworkChainStats(ctx, from, to)
+		if out, err = tx.NetworkChainStats(ctx, w.From, w.RawTo); err != nil || !w.HasDays {
+			return err
+		}
+		days, err := tx.NetworkChainStatsDays(ctx, w.FirstDay, w.LastDay)
+		out.Chains += days.Chains
+		out.FraudRejected += days.FraudRejected
+		out.CPISum = addCounts(out.CPISum, days.CPISum)
+		out.CPICount = addCounts(out.CPICount, days.CPICount)
 		return err
 	})
 	return out, err
+}
+
+// addCounts adds b's counts into a (made when nil) and returns it.
+func addCounts(a, b map[string]int64) map[string]int64 {
+	if a == nil {
+		a = map[string]int64{}
+	}
+	for k, n := range b {
+		a[k] += n
+	}
+	return a
 }
 
 // pendingFills is the number of fills of an advertiser's campaigns
@@ -102,4 +132,13 @@ func (s *Service) NetworkFigures(ctx context.Context, from, to time.Time) (xprom
 		}
 	}
 	return out, nil
+}
+
+// DailyRow is one side's figures of one UTC day in the daily rollups
+// (migration 00032 names each figure's facts and day).
+type DailyRow struct {
+	Day                                                  time.Time // the UTC midnight
+	Side                                                 string    // "advertiser" or "publisher"
+	Fills, Clicks, Installs, Activated                   int64
+	Cleared, Refunded, Rejected, SpendCents, EarnedCents int64
 }

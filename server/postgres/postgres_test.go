@@ -429,3 +429,7 @@ func TestWebhooksStore(t *testing.T) {
 func TestContactStore(t *testing.T) {
 	storetest.Contact(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
 }
+
+func TestRollups(t *testing.T) {
+	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
+}

@@ -84,3 +84,7 @@ func TestWebhooksStore(t *testing.T) {
 func TestContactStore(t *testing.T) {
 	storetest.Contact(t, func(t *testing.T) storage.Store { return open(t) })
 }
+
+func TestRollups(t *testing.T) {
+	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t) })
+}
