@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"net/url"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
@@ -141,4 +142,119 @@ type DailyRow struct {
 	Side                                                 string    // "advertiser" or "publisher"
 	Fills, Clicks, Installs, Activated                   int64
 	Cleared, Refunded, Rejected, SpendCents, EarnedCents int64
+}
+
+// DailyQuery is a parsed GET /v1/stats/daily: the UTC days From through To
+// (midnights, both included), and CampaignID ("" for all).
+type DailyQuery struct {
+	From, To   time.Time
+	CampaignID string
+}
+
+// DefaultDailyDays is the range of a daily query that names neither end:
+// the 30 days ending today.
+const DefaultDailyDays = 30
+
+// ParseDailyQuery reads from and to (UTC dates YYYY-MM-DD; to defaults to
+// today's, from to DefaultDailyDays−1 days before to) and campaign_id. A
+// range over xpromo.MaxDailyStatsDays days is date_range_too_long: the
+// answer has one entry per day, so its size is bounded by the range.
+func ParseDailyQuery(v url.Values, today time.Time) (DailyQuery, error) {
+	invalid := func(code, field, format string, args ...any) error {
+		e := apperr.New(code, format, args...)
+		e.Field = field
+		return e
+	}
+	date := func(name string) (time.Time, bool, error) {
+		if !v.Has(name) {
+			return time.Time{}, false, nil
+		}
+		s := v.Get(name)
+		d, err := time.Parse(time.DateOnly, s)
+		if err != nil || len(s) != len(time.DateOnly) {
+			return time.Time{}, false, invalid(apperr.InvalidDate, name, "%s must be a date of the form YYYY-MM-DD (a UTC day), got %q", name, s)
+		}
+		return d, true, nil
+	}
+	to, hasTo, err := date("to")
+	if err != nil {
+		return DailyQuery{}, err
+	}
+	from, hasFrom, err := date("from")
+	if err != nil {
+		return DailyQuery{}, err
+	}
+	if !hasTo {
+		to = day(today)
+		if hasFrom && from.After(to) {
+			to = from
+		}
+	}
+	if !hasFrom {
+		from = to.AddDate(0, 0, 1-DefaultDailyDays)
+	}
+	if from.After(to) {
+		return DailyQuery{}, invalid(apperr.InvalidRange, "from", "from (%s) is after to (%s)", from.Format(time.DateOnly), to.Format(time.DateOnly))
+	}
+	if n := int(to.Sub(from).Hours()/24) + 1; n > xpromo.MaxDailyStatsDays {
+		return DailyQuery{}, invalid(apperr.DateRangeTooLong, "from", "from %s through to %s is %d days; at most %d are answered at once",
+			from.Format(time.DateOnly), to.Format(time.DateOnly), n, xpromo.MaxDailyStatsDays)
+	}
+	q := DailyQuery{From: from, To: to}
+	if v.Has("campaign_id") {
+		if q.CampaignID = v.Get("campaign_id"); q.CampaignID == "" {
+			return DailyQuery{}, invalid(apperr.NotFound, "campaign_id", "campaign not found")
+		}
+	}
+	return q, nil
+}
+
+// DailyStats answers GET /v1/stats/daily for appID: one entry per UTC day
+// of q, from the daily rollups (docs/stats.md), with the fills this
+// instance counted and has not flushed yet. The caller checks that
+// q.CampaignID is appID's.
+func (s *Service) DailyStats(ctx context.Context, appID string, q DailyQuery) (xpromo.DailyStatsPage, error) {
+	var rows []DailyRow
+	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
+		rows, err = tx.DailyStats(ctx, appID, q.CampaignID, q.From, q.To)
+		return err
+	})
+	if err != nil {
+		return xpromo.DailyStatsPage{}, err
+	}
+	out := xpromo.DailyStatsPage{From: q.From.Format(time.DateOnly), To: q.To.Format(time.DateOnly), Days: []xpromo.DayStats{}}
+	if q.CampaignID != "" {
+		out.CampaignID = &q.CampaignID
+	}
+	// Unflushed fills are of the last few seconds: today's, or yesterday's
+	// just after midnight.
+	recent := day(s.now()).AddDate(0, 0, -1)
+	for d := q.From; !d.After(q.To); d = d.AddDate(0, 0, 1) {
+		ds := xpromo.DayStats{Day: d.Format(time.DateOnly)}
+		for len(rows) > 0 && !rows[0].Day.After(d) {
+			r := rows[0]
+			rows = rows[1:]
+			if !r.Day.Equal(d) {
+				continue
+			}
+			if r.Side == "publisher" {
+				ds.Publisher = xpromo.PublisherDayStats{Impressions: r.Fills, Clicks: r.Clicks, Installs: r.Installs, Cleared: r.Cleared, EarnedCents: r.EarnedCents}
+			} else {
+				ds.Advertiser = xpromo.AdvertiserDayStats{Impressions: r.Fills, Clicks: r.Clicks, Installs: r.Installs, Activated: r.Activated,
+					Cleared: r.Cleared, Refunded: r.Refunded, Rejected: r.Rejected, SpendCents: r.SpendCents}
+			}
+		}
+		if d.Before(recent) {
+			out.Days = append(out.Days, ds)
+			continue
+		}
+		ds.Advertiser.Impressions += s.fills.sum(func(k fillKey) bool {
+			return k.advertiser == appID && k.day.Equal(d) && (q.CampaignID == "" || k.campaign == q.CampaignID)
+		})
+		ds.Publisher.Impressions += s.fills.sum(func(k fillKey) bool {
+			return k.publisher == appID && k.day.Equal(d) && (q.CampaignID == "" || k.campaign == q.CampaignID)
+		})
+		out.Days = append(out.Days, ds)
+	}
+	return out, nil
 }
