@@ -128,7 +128,7 @@ loadgen: ceilings ## load test of fills, install claims and ledger reads over HT
 HISTORY_SCALE ?= 0.002
 HISTORY_READS ?= 40
 history: ceilings ## a year of history in each store (HISTORY_SCALE, HISTORY_STORES), then the person-facing GETs over HTTP on the empty and the full store, beside the ceilings of the same run
-	XPROMO_HISTORY_SCALE=$(HISTORY_SCALE) XPROMO_HISTORY_READS=$(HISTORY_READS) XPROMO_HISTORY_STORES=$(HISTORY_STORES) XPROMO_HISTORY_OUT=bin/history.md \
+	XPROMO_HISTORY_SCALE=$(HISTORY_SCALE) XPROMO_HISTORY_READS=$(HISTORY_READS) XPROMO_HISTORY_STORES=$(HISTORY_STORES) XPROMO_HISTORY_OUT=$(CURDIR)/bin/history.md \
 		$(GO) test -count=1 -run '^TestHistoryReads$$' -timeout 12h -v ./server/httpapi
 	@cat bin/history.md bin/ceilings.json
 
