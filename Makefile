@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen crashtest capi capi-test capi-windows mcp-conformance
+.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen history crashtest capi capi-test capi-windows mcp-conformance
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -119,6 +119,18 @@ demo: ## one paid install end to end (examples/desktop-app) against a fresh test
 # on a fresh PostgreSQL database created (and dropped) on that server.
 loadgen: ceilings ## load test of fills, install claims and ledger reads over HTTP (LOADGEN_ARGS, LOADGEN_DATABASE_URL), beside the ceilings of the same run
 	LOADGEN_CEILINGS=bin/ceilings.json GO=$(GO) ./server/cmd/xpromo-loadgen/run.sh
+
+# A year of a busy network (server/loadgen/history.go) written into a fresh
+# store of each kind, with the person-facing GETs timed over HTTP before and
+# after (server/httpapi/history_test.go; BENCHMARKS.md, "A year of
+# history"). HISTORY_SCALE 1 is full size (10 million chains: hours);
+# HISTORY_STORES=sqlite or postgres runs one. Not part of make test or CI.
+HISTORY_SCALE ?= 0.002
+HISTORY_READS ?= 40
+history: ceilings ## a year of history in each store (HISTORY_SCALE, HISTORY_STORES), then the person-facing GETs over HTTP on the empty and the full store, beside the ceilings of the same run
+	XPROMO_HISTORY_SCALE=$(HISTORY_SCALE) XPROMO_HISTORY_READS=$(HISTORY_READS) XPROMO_HISTORY_STORES=$(HISTORY_STORES) XPROMO_HISTORY_OUT=$(CURDIR)/bin/history.md \
+		$(GO) test -count=1 -run '^TestHistoryReads$$' -timeout 12h -v ./server/httpapi
+	@cat bin/history.md bin/ceilings.json
 
 # The crash test of the money paths (server/crashtest; docs/operations.md,
 # "Crash test"): builds xpromo-server and xpromo-crashtest into a temporary

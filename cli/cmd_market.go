@@ -352,6 +352,7 @@ func (r *runner) statsCommand() *cobra.Command {
 	}
 	r.addAppIDFlag(cmd)
 	cmd.Flags().StringVar(&period, "period", "", "reporting window: last_7_days, last_30_days or last_90_days (default: the server's, last_30_days)")
+	cmd.AddCommand(r.dailyStatsCommand())
 	return cmd
 }
 

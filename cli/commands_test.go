@@ -121,6 +121,13 @@ func TestCommands(t *testing.T) {
 	// Stats.
 	golden(t, n, "stats", e.ok("stats", "--period", "last_7_days").stdout)
 	golden(t, n, "stats.json", e.ok("stats", "--json").stdout)
+	var daily xpromo.DailyStatsPage
+	require.NoError(t, json.Unmarshal([]byte(e.ok("stats", "daily", "--from", "2026-01-01", "--to", "2026-01-03", "--json").stdout), &daily))
+	assert.Equal(t, []string{"2026-01-01", "2026-01-02", "2026-01-03"}, []string{daily.Days[0].Day, daily.Days[1].Day, daily.Days[2].Day})
+	dailyTable := e.ok("stats", "daily", "--from", "2026-01-01", "--to", "2026-01-03").stdout
+	assert.Equal(t, 4, strings.Count(dailyTable, "\n"), "a header and three days:\n%s", dailyTable)
+	assert.Contains(t, dailyTable, "pub.earned")
+	e.fails(5, "date_range_too_long", "stats", "daily", "--from", "2024-01-01", "--to", "2026-01-01")
 
 	// Payout: top-ups and adjustments are not withdrawable.
 	e.fails(6, "below_minimum", "payout")

@@ -14,6 +14,8 @@ func statsChecks() []Check {
 		{"an unknown period answers 422 invalid_period", checkStatsBadPeriod},
 		{"with a campaign and nothing cleared, the average price is the floor", checkStatsFloor},
 		{"network stats are public and well-formed", checkNetworkStats},
+		{"daily stats answer one entry per UTC day of the range", checkDailyStatsRange},
+		{"daily stats refuse a range over 366 days, bad dates and another app's campaign", checkDailyStatsBounds},
 	}
 }
 

@@ -62,6 +62,7 @@ const (
 	InvalidLimit         = "invalid_limit"
 	InvalidCursor        = "invalid_cursor"
 	InvalidPeriod        = "invalid_period"
+	DateRangeTooLong     = "date_range_too_long"
 	InvalidAmount        = "invalid_amount"
 	InvalidPayoutAccount = "invalid_payout_account"
 	InvalidNote          = "invalid_note"
@@ -221,6 +222,7 @@ func init() {
 	def(InvalidLimit, 422, "`limit` is not an integer from 1 to 1000 (1 to 100 for webhook attempts).")
 	def(InvalidCursor, 422, "`cursor` was not issued by this endpoint for this app.")
 	def(InvalidPeriod, 422, "`period` is not one of `last_7_days`, `last_30_days`, `last_90_days`.")
+	def(DateRangeTooLong, 422, "GET /v1/stats/daily: `from` through `to` spans more than 366 days.")
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
 	def(InvalidNote, 422, "An operator's note is too long (a ledger adjustment's: over 500 bytes; a complaint resolution's: over 500 characters), or holds a control or invisible formatting character (as listed under `invalid_characters`).")
 	def(InvalidCampaignStatus, 422, "The `status` filter of GET /v1/campaigns is not one of `throttled`, `active`, `paused`.")

@@ -277,6 +277,15 @@ type Tx interface {
 	AppChainStats(ctx context.Context, appID string, from, to time.Time) (ChainStats, error)
 	// NetworkChainStats aggregates every chain in [from, to].
 	NetworkChainStats(ctx context.Context, from, to time.Time) (NetworkStats, error)
+	// ChainStatsDays and NetworkChainStatsDays are the same figures over
+	// the UTC days from through to (midnights, both included), read from
+	// the daily rollups (stats.go).
+	ChainStatsDays(ctx context.Context, appID string, from, to time.Time) (ChainStats, error)
+	NetworkChainStatsDays(ctx context.Context, from, to time.Time) (NetworkStats, error)
+	// DailyStats returns an app's daily rollups of the UTC days from
+	// through to, one row per day and side that has one, by day then side;
+	// campaignID "" sums every campaign.
+	DailyStats(ctx context.Context, appID, campaignID string, from, to time.Time) ([]DailyRow, error)
 }
 
 // CampaignBudget is what an install claim reads of its campaign.

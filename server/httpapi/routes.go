@@ -24,6 +24,7 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountMeta(public)
 		s.mountApps(public, protected, admin)
 		s.mountMarket(public, protected, admin)
+		s.mountStats(protected)
 		s.mountMoney(public, protected, admin)
 		s.mountSDK(public, protected, admin)
 		s.mountWebhooks(public, protected, admin)

@@ -77,6 +77,11 @@ type Tx interface {
 	AdvertiserHoldStats(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
 	// NetworkHoldStats aggregates every escrow hold opened in [from, to].
 	NetworkHoldStats(ctx context.Context, from, to time.Time) (HoldStats, error)
+	// AdvertiserHoldStatsDays and NetworkHoldStatsDays are the same over
+	// the holds opened in the UTC days from through to (midnights, both
+	// included), read from the daily rollups (rollups.go).
+	AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
+	NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (HoldStats, error)
 
 	// DeliveryCampaigns returns every campaign that is not paused, ordered
 	// by id, each with its app's platform and status and the balance of the

@@ -62,7 +62,7 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 	from := now.AddDate(0, 0, -days)
 	var out xpromo.Stats
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
-		hs, err := tx.AdvertiserHoldStats(ctx, appID, from, now)
+		hs, err := holdStats(ctx, tx, appID, from, now)
 		if err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error)
 	var hs HoldStats
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		hs, err = tx.NetworkHoldStats(ctx, to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
+		hs, err = holdStats(ctx, tx, "", to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
 		return err
 	})
 	if err != nil {

@@ -93,7 +93,7 @@ func (s *Service) RecordClearing(ctx context.Context, tx TradeTx, advertiserAppI
 		return changed, err
 	}
 	now := s.Now().UTC()
-	hs, err := tx.AdvertiserHoldStats(ctx, advertiserAppID, now.AddDate(0, 0, -LiveWindowDays), now)
+	hs, err := holdStats(ctx, tx, advertiserAppID, now.AddDate(0, 0, -LiveWindowDays), now)
 	if err != nil {
 		return changed, err
 	}

@@ -220,7 +220,7 @@ func TestAppendOnlyLayers(t *testing.T) {
 		type trig struct{ Table, Name, Enabled string }
 		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[trig])
 		require.NoError(t, err)
-		require.Len(t, got, 4*3+2, "UPDATE, DELETE, TRUNCATE on four tables; DELETE, TRUNCATE on accounts: %v", got)
+		require.Len(t, got, 4*3+2+3, "UPDATE, DELETE, TRUNCATE on four tables; DELETE, TRUNCATE on accounts; the daily rollups' INSERT on holds, resolutions and lines (00032): %v", got)
 		for _, tr := range got {
 			assert.Equal(t, "A", tr.Enabled, "%s on %s", tr.Name, tr.Table)
 		}
@@ -432,4 +432,8 @@ func TestContactStore(t *testing.T) {
 
 func TestTestModeStore(t *testing.T) {
 	storetest.TestMode(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
+}
+
+func TestRollups(t *testing.T) {
+	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
 }

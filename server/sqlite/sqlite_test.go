@@ -88,3 +88,7 @@ func TestContactStore(t *testing.T) {
 func TestTestModeStore(t *testing.T) {
 	storetest.TestMode(t, func(t *testing.T) storage.Store { return open(t) })
 }
+
+func TestRollups(t *testing.T) {
+	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t) })
+}

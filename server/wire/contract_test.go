@@ -252,6 +252,8 @@ func TestContract(t *testing.T) {
 		// Stats.
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/stats?period=last_7_days", advKey, nil))
 		assert.Equal(t, "invalid_period", a.expect(422, a.do("GET", "/v1/apps/"+advID+"/stats?period=forever", advKey, nil)).code(t))
+		a.expect(200, a.do("GET", "/v1/stats/daily?from=2026-11-01&to=2026-11-07", advKey, nil))
+		assert.Equal(t, "date_range_too_long", a.expect(422, a.do("GET", "/v1/stats/daily?from=2024-11-01&to=2026-11-07", advKey, nil)).code(t))
 
 		// A cleared install gives the publisher cash earnings to pay out.
 		// Attribution (a later issue) will produce it; the ledger can today.

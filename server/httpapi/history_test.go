@@ -1,0 +1,153 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/loadgen"
+	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+)
+
+// TestHistoryReads is `make history` (BENCHMARKS.md, "A year of history"):
+// on each store, the person-facing GETs over HTTP on a store holding only
+// the reading apps, then again after loadgen.History wrote a year of a
+// busy network (scaled by XPROMO_HISTORY_SCALE; 1 is full size), with
+// `ledger verify` run on the result. It prints p50 and p99 of each read
+// and asserts nothing about time (a figure, not a test); it is skipped
+// unless XPROMO_HISTORY_SCALE is set. XPROMO_HISTORY_STORES limits the
+// stores (sqlite, postgres), XPROMO_HISTORY_READS sets the reads per GET.
+func TestHistoryReads(t *testing.T) {
+	scale, err := strconv.ParseFloat(os.Getenv("XPROMO_HISTORY_SCALE"), 64)
+	if err != nil || scale <= 0 {
+		t.Skip("set XPROMO_HISTORY_SCALE (make history) to generate a year of history and time the reads on it")
+	}
+	reads := 40
+	if n, err := strconv.Atoi(os.Getenv("XPROMO_HISTORY_READS")); err == nil && n > 0 {
+		reads = n
+	}
+	stores := os.Getenv("XPROMO_HISTORY_STORES")
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		name := strings.TrimPrefix(t.Name(), "TestHistoryReads/")
+		if stores != "" && !slices.Contains(strings.Split(stores, ","), name) {
+			t.Skip("not in XPROMO_HISTORY_STORES")
+		}
+		e := newMktEnv(t, s)
+		adv := e.register(snip())
+		pub := e.register(appRequest("Pub", xpromo.PlatformMac))
+		e.topUp(adv.AppID, 50000, e.clock.Now().AddDate(-1, 0, -1))
+		cmp := e.createCampaign(adv, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, adv.AppID))
+		e.createCampaign(pub, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, pub.AppID))
+
+		plain := &http.Client{}
+		get := func(path, key string) (time.Duration, error) {
+			req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
+			if key != "" {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
+			t0 := time.Now()
+			res, err := plain.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			_, err = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			d := time.Since(t0)
+			if res.StatusCode != http.StatusOK {
+				return d, fmt.Errorf("GET %s: %d", path, res.StatusCode)
+			}
+			return d, err
+		}
+		type read struct {
+			name, key string
+			path      func() string
+			before    func() // not timed
+		}
+		var ledgerMid, ledgerEnd string
+		day := func(ago int) string { return e.clock.Now().AddDate(0, 0, -ago).Format(time.DateOnly) }
+		list := []read{
+			{name: "stats last_7_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_7_days" }},
+			{name: "stats last_30_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_30_days" }},
+			{name: "stats last_90_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_90_days" }},
+			{name: "stats/daily 30 days", key: adv.APIKey, path: func() string { return "/v1/stats/daily" }},
+			{name: "stats/daily 366 days", key: adv.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(365) + "&to=" + day(0) }},
+			{name: "stats/daily 90 days, campaign", key: adv.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(89) + "&campaign_id=" + cmp.CampaignID }},
+			{name: "stats/daily 366 days, publisher", key: pub.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(365) + "&to=" + day(0) }},
+			// Network stats are recomputed once a minute: move the clock
+			// past it before each read, so each one computes.
+			{name: "network-stats (recomputed)", path: func() string { return "/v1/network-stats" }, before: func() { e.clock.Advance(61 * time.Second) }},
+			{name: "ledger, first page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100" }},
+			{name: "ledger, middle page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerMid }},
+			{name: "ledger, last page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerEnd }},
+			{name: "events", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/events?limit=100" }},
+			{name: "campaigns", key: adv.APIKey, path: func() string { return "/v1/campaigns" }},
+			{name: "score", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/score" }},
+		}
+		measure := func() map[string][2]time.Duration {
+			out := map[string][2]time.Duration{}
+			for _, r := range list {
+				var ds []time.Duration
+				for range reads {
+					if r.before != nil {
+						r.before()
+					}
+					d, err := get(r.path(), r.key)
+					require.NoError(t, err, r.name)
+					ds = append(ds, d)
+				}
+				slices.Sort(ds)
+				out[r.name] = [2]time.Duration{loadgen.Percentile(ds, 50), loadgen.Percentile(ds, 99)}
+			}
+			return out
+		}
+		ledgerMid, ledgerEnd = day(0), day(0)
+		empty := measure()
+
+		cfg := loadgen.HistoryConfig{Scale: scale, End: e.clock.Now(), Seed: 33, Readers: []loadgen.HistoryApp{
+			{ID: adv.AppID, CampaignID: cmp.CampaignID, Category: "games", PriceCents: 500},
+			{ID: pub.AppID, CampaignID: "cmp_of_pub", Category: "games", PriceCents: 450},
+		}}
+		sz, err := loadgen.History(context.Background(), s, cfg)
+		require.NoError(t, err)
+		require.NoError(t, s.Snapshot(context.Background(), func(r ledger.Reader) error {
+			rep, err := ledger.Verify(context.Background(), r)
+			if err == nil && !rep.OK() {
+				err = fmt.Errorf("ledger verify: %+v", rep)
+			}
+			return err
+		}))
+		ledgerMid, ledgerEnd = day(182), day(1)
+		full := measure()
+
+		var b strings.Builder
+		fmt.Fprintf(&b, "store %s, scale %g: %d apps, %d chains (%d installs, %d cleared, %d refunded, %d rejected), %d fills in %d counter rows, %d ledger operations, written in %s; ledger verify: no violation\n",
+			name, scale, sz.Apps, sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected, sz.Fills, sz.FillRows, sz.LedgerOps, sz.Took.Round(time.Second))
+		fmt.Fprintf(&b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty |\n|---|---|---|---|\n")
+		for _, r := range list {
+			em, fu := empty[r.name], full[r.name]
+			fmt.Fprintf(&b, "| %s | %.2f / %.2f | %.2f / %.2f | %.1f× |\n", r.name, ms(em[0]), ms(em[1]), ms(fu[0]), ms(fu[1]), float64(fu[1])/float64(max(em[1], time.Microsecond)))
+		}
+		t.Log("\n" + b.String())
+		if out := os.Getenv("XPROMO_HISTORY_OUT"); out != "" {
+			f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			require.NoError(t, err)
+			_, err = f.WriteString(b.String() + "\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}
+	})
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

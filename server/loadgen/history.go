@@ -1,0 +1,236 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/storage"
+)
+
+// A year of a busy network, written into a store by its bulk path: the
+// store's own writes of chains, fill counters and the ledger (ledger.Apply:
+// top-ups, escrow holds, clearings, releases), in the order and the
+// transactions the server writes them, so every trigger (the daily rollups,
+// campaign spend) and every ledger invariant holds (`ledger verify` passes
+// after it). BENCHMARKS.md, "A year of history", states the full sizes and
+// what a read costs on it.
+
+// Full-size history: what a busy year is taken to be.
+const (
+	HistoryApps         = 2_000
+	HistoryDays         = 365
+	HistoryChains       = 10_000_000  // every chain of the year, in every final state
+	HistoryFills        = 200_000_000 // fills counted
+	historyBatch        = 500         // chains per transaction, as the sweep's batches
+	historyFillRowsADay = 4_000       // fill counter rows a day: (campaign, publisher) pairs served
+)
+
+// HistoryConfig scales the full-size history: Scale 1 is the year above,
+// 0.001 a thousandth of its chains and fills over the same days (apps at
+// least 4). Readers are apps of the server (registered, with campaigns)
+// that take part as advertisers and publishers like the others, so their
+// reads see a share of the history; End is the last day's end (the
+// server's now).
+type HistoryConfig struct {
+	Scale   float64
+	Days    int // 0: HistoryDays
+	End     time.Time
+	Readers []HistoryApp
+	Seed    uint64
+}
+
+// HistoryApp is an app of the history: its id and, for an advertiser, a
+// campaign (its category and price).
+type HistoryApp struct {
+	ID, CampaignID, Category string
+	PriceCents               int64
+}
+
+// HistorySizes are the rows the history wrote.
+type HistorySizes struct {
+	Apps, Chains, Installs, Cleared, Refunded, Rejected int64
+	Fills, FillRows, LedgerOps                          int64
+	Took                                                time.Duration
+}
+
+// History writes the history into s.
+func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySizes, error) {
+	start := time.Now()
+	days := cfg.Days
+	if days <= 0 {
+		days = HistoryDays
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x4157))
+	nApps := max(4, int(float64(HistoryApps)*cfg.Scale))
+	apps := append([]HistoryApp(nil), cfg.Readers...)
+	categories := []string{"productivity", "utilities", "games", "finance"}
+	for i := len(apps); i < nApps; i++ {
+		apps = append(apps, HistoryApp{ID: fmt.Sprintf("app_hist%05d", i), CampaignID: fmt.Sprintf("cmp_hist%05d", i),
+			Category: categories[i%len(categories)], PriceCents: int64(300 + rng.IntN(400))})
+	}
+	chainsADay := max(1, int(float64(HistoryChains)*cfg.Scale)/days)
+	fillsADay := max(1, int64(float64(HistoryFills)*cfg.Scale)/int64(days))
+	fillRows := max(1, min(historyFillRowsADay, int(float64(historyFillRowsADay)*cfg.Scale*10)))
+	sz := HistorySizes{Apps: int64(len(apps))}
+	first := cfg.End.UTC().Truncate(24*time.Hour).AddDate(0, 0, -days+1)
+	apply := func(ctx context.Context, tx storage.Tx, at time.Time, ops []ledger.Operation) error {
+		_, errs, err := ledger.Apply(ctx, tx, at, ops)
+		if err != nil {
+			return err
+		}
+		for i, e := range errs {
+			if e != nil {
+				return fmt.Errorf("history: ledger operation %s: %w", ops[i].Key, e)
+			}
+		}
+		sz.LedgerOps += int64(len(ops))
+		return nil
+	}
+	// Each advertiser is funded for its year of installs.
+	err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var ops []ledger.Operation
+		for _, a := range apps {
+			op, err := ledger.TopUp("history:topup:"+a.ID, a.ID, int64(chainsADay*days)*a.PriceCents/int64(len(apps))*4+100_000, "history")
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+		}
+		return apply(ctx, tx, first.Add(-time.Hour), ops)
+	})
+	if err != nil {
+		return sz, err
+	}
+	seq := 0
+	for d := range days {
+		day := first.AddDate(0, 0, d)
+		// The day's chains, in batches: clicked, then (a share) installed
+		// with the hold, then settled 48 to 72 hours later as the sweep does
+		// (written with the install here, stamped at its own time, when
+		// that time is before End).
+		for done := 0; done < chainsADay; {
+			n := min(historyBatch, chainsADay-done)
+			done += n
+			err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+				var holds, settles []ledger.Operation
+				var holdAt, settleAt time.Time
+				var settled []attribution.Chain
+				for range n {
+					seq++
+					adv := apps[rng.IntN(len(apps))]
+					pub := apps[rng.IntN(len(apps))]
+					if pub.ID == adv.ID {
+						pub = apps[(rng.IntN(len(apps)-1)+1+indexOf(apps, adv.ID))%len(apps)]
+					}
+					at := day.Add(time.Duration(rng.Int64N(int64(24 * time.Hour)))).Truncate(time.Microsecond)
+					if at.After(cfg.End) {
+						at = cfg.End.Add(-time.Duration(rng.IntN(3600)) * time.Second).Truncate(time.Microsecond)
+					}
+					c := attribution.Chain{ID: fmt.Sprintf("chn_hist%09d", seq), Nonce: fmt.Sprintf("jti_hist%09d", seq), State: attribution.StateClicked,
+						CampaignID: adv.CampaignID, PublisherAppID: pub.ID, AdvertiserAppID: adv.ID, Category: adv.Category, Platform: xpromo.PlatformMac,
+						PriceCents: adv.PriceCents, OfferedAt: at.Add(-time.Minute), ClickedAt: at, DeviceID: fmt.Sprintf("dev_hist%09d", seq),
+						CreatedAt: at, UpdatedAt: at}
+					r := rng.IntN(100)
+					installAt := at.Add(time.Duration(30+rng.IntN(600)) * time.Second)
+					resolveAt := installAt.Add(48*time.Hour + time.Duration(rng.IntN(20*3600))*time.Second)
+					switch {
+					case r < 45: // clicked, never installed
+					case r < 50: // a claim rejected by a fraud rule
+						c.State, c.Reason, c.ResolvedAt = attribution.StateRejected, []string{"fraud_device_reused", "fraud_install_velocity", "fraud_datacenter_asn"}[rng.IntN(3)], installAt
+						sz.Rejected++
+					default: // installed, then cleared (7 in 10) or refunded
+						c.State, c.InstalledAt = attribution.StateInstalled, installAt
+						h := ledger.Hold{ID: c.HoldID(), Advertiser: adv.ID, Publisher: pub.ID, Amount: c.PriceCents, ChainID: c.ID}
+						op, err := ledger.EscrowHold("hold:"+c.ID, h)
+						if err != nil {
+							return err
+						}
+						holds = append(holds, op)
+						holdAt = maxTime(holdAt, installAt)
+						sz.Installs++
+						if resolveAt.After(cfg.End) {
+							break // still inside its window at the end
+						}
+						st := c
+						st.ResolvedAt, st.UpdatedAt = resolveAt, resolveAt
+						if r < 85 {
+							st.State, st.ActivatedAt = attribution.StateCleared, installAt.Add(48*time.Hour+time.Minute)
+							op, err = ledger.Clear("clear:"+c.ID, h, ledger.EarnCash)
+							sz.Cleared++
+						} else {
+							st.State, st.Reason = attribution.StateRefunded, attribution.ReasonNotActivated
+							op, err = ledger.EscrowRelease("release:"+c.ID, h)
+							sz.Refunded++
+						}
+						if err != nil {
+							return err
+						}
+						settles = append(settles, op)
+						settleAt = maxTime(settleAt, resolveAt)
+						settled = append(settled, st)
+					}
+					if ok, err := tx.InsertChain(ctx, c); err != nil || !ok {
+						return fmt.Errorf("history: inserting chain %s: %v", c.ID, err)
+					}
+					sz.Chains++
+				}
+				// A batch's operations are stamped with its latest time, so
+				// every hold precedes its resolution.
+				if len(holds) > 0 {
+					if err := apply(ctx, tx, holdAt, holds); err != nil {
+						return err
+					}
+				}
+				if len(settles) > 0 {
+					if err := apply(ctx, tx, maxTime(settleAt, holdAt), settles); err != nil {
+						return err
+					}
+				}
+				return tx.UpdateChains(ctx, settled)
+			})
+			if err != nil {
+				return sz, err
+			}
+		}
+		// The day's fill counters, as the servers flush them.
+		counts := make([]attribution.FillCount, 0, fillRows)
+		seen := map[[2]int]bool{}
+		per := max(1, fillsADay/int64(fillRows))
+		for range fillRows {
+			a, p := rng.IntN(len(apps)), rng.IntN(len(apps))
+			if a == p || seen[[2]int{a, p}] {
+				continue
+			}
+			seen[[2]int{a, p}] = true
+			counts = append(counts, attribution.FillCount{Day: day, CampaignID: apps[a].CampaignID, AdvertiserAppID: apps[a].ID, PublisherAppID: apps[p].ID, Count: per})
+			sz.Fills += per
+		}
+		sz.FillRows += int64(len(counts))
+		if err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.AddFillCounts(ctx, counts) }); err != nil {
+			return sz, err
+		}
+	}
+	sz.Took = time.Since(start)
+	return sz, nil
+}
+
+func indexOf(apps []HistoryApp, id string) int {
+	for i, a := range apps {
+		if a.ID == id {
+			return i
+		}
+	}
+	return 0
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/market"
+)
+
+// The reads of the daily rollups (migration 00032, docs/stats.md). Every
+// day argument is a UTC midnight; both ends are included. A rollup row can
+// hold 0 where every fact once counted moved elsewhere, hence the HAVING
+// clauses: the raw queries never report a key with nothing in it.
+
+func (t *tx) ChainStatsDays(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
+	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
+	err := t.queryRow(ctx, `SELECT coalesce(sum(fills), 0)::bigint, coalesce(sum(clicks), 0)::bigint FROM stats_daily
+WHERE app_id = $1 AND side = 'advertiser' AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date`,
+		[]any{appID, from, to}, &s.Impressions, &s.Clicks)
+	if err != nil {
+		return s, wrap(err, "reading an app's daily stats")
+	}
+	err = t.query(ctx, `SELECT reason, sum(chains)::bigint FROM stats_daily_rejections
+WHERE app_id = $1 AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date AND reason LIKE 'fraud\_%'
+GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, from, to}, func(rows pgx.Rows) error {
+		var reason string
+		var n int64
+		if err := rows.Scan(&reason, &n); err != nil {
+			return err
+		}
+		s.FraudRejected[reason] = n
+		return nil
+	})
+	return s, wrap(err, "reading an app's daily rejections")
+}
+
+func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
+	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
+	err := t.queryRow(ctx, `SELECT coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily
+WHERE side = 'advertiser' AND day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`,
+		[]any{from, to}, &s.Chains, &s.FraudRejected)
+	if err != nil {
+		return s, wrap(err, "reading the network's daily stats")
+	}
+	err = t.query(ctx, `SELECT category, sum(cleared_cents)::bigint, sum(cleared)::bigint FROM stats_daily_categories
+WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date
+GROUP BY category HAVING sum(cleared) <> 0`, []any{from, to}, func(rows pgx.Rows) error {
+		var cat string
+		var sum, n int64
+		if err := rows.Scan(&cat, &sum, &n); err != nil {
+			return err
+		}
+		s.CPISum[cat], s.CPICount[cat] = sum, n
+		return nil
+	})
+	return s, wrap(err, "reading the network's daily prices")
+}
+
+const holdStatsDays = `SELECT coalesce(sum(opened), 0)::bigint, coalesce(sum(resolved), 0)::bigint, coalesce(sum(charged), 0)::bigint,
+  coalesce(sum(charged_cents), 0)::bigint, coalesce(sum(floored), 0)::bigint, coalesce(sum(floor_cents), 0)::bigint,
+  coalesce(sum(publisher_suspended), 0)::bigint
+FROM stats_daily_holds WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`
+
+func (t *tx) AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStatsDays+` AND app_id = $3`, from, to, appID)
+}
+
+func (t *tx) NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStatsDays, from, to)
+}
+
+func (t *tx) DailyStats(ctx context.Context, appID, campaignID string, from, to time.Time) ([]attribution.DailyRow, error) {
+	var out []attribution.DailyRow
+	err := t.query(ctx, `SELECT day, side, sum(fills)::bigint, sum(clicks)::bigint, sum(installs)::bigint, sum(activated)::bigint,
+  sum(cleared)::bigint, sum(refunded)::bigint, sum(rejected)::bigint, sum(spend_cents)::bigint, sum(earned_cents)::bigint
+FROM stats_daily WHERE app_id = $1 AND side IN ('advertiser', 'publisher')
+  AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date AND ($4 = '' OR campaign_id = $4)
+GROUP BY day, side ORDER BY day, side`, []any{appID, from, to, campaignID}, func(rows pgx.Rows) error {
+		var r attribution.DailyRow
+		var day time.Time
+		if err := rows.Scan(&day, &r.Side, &r.Fills, &r.Clicks, &r.Installs, &r.Activated, &r.Cleared, &r.Refunded, &r.Rejected,
+			&r.SpendCents, &r.EarnedCents); err != nil {
+			return err
+		}
+		r.Day = time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, time.UTC)
+		out = append(out, r)
+		return nil
+	})
+	return out, wrap(err, "reading an app's daily stats")
+}

@@ -1,0 +1,101 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/market"
+)
+
+// The reads of the daily rollups (migration 00032, docs/stats.md); the
+// queries are PostgreSQL's (server/postgres/rollups.go) with days as the
+// microseconds of their midnight.
+
+func (t *tx) ChainStatsDays(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
+	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(fills), 0), coalesce(sum(clicks), 0) FROM stats_daily
+WHERE app_id = ? AND side = 'advertiser' AND day BETWEEN ? AND ?`, appID, micros(from), micros(to)).Scan(&s.Impressions, &s.Clicks)
+	if err != nil {
+		return s, wrap(err)
+	}
+	err = t.rows(ctx, `SELECT reason, sum(chains) FROM stats_daily_rejections
+WHERE app_id = ? AND day BETWEEN ? AND ? AND reason LIKE 'fraud\_%' ESCAPE '\'
+GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, micros(from), micros(to)}, func(rows *sql.Rows) error {
+		var reason string
+		var n int64
+		if err := rows.Scan(&reason, &n); err != nil {
+			return err
+		}
+		s.FraudRejected[reason] = n
+		return nil
+	})
+	return s, err
+}
+
+func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
+	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(chains), 0), coalesce(sum(chains_fraud), 0) FROM stats_daily
+WHERE side = 'advertiser' AND day BETWEEN ? AND ?`, micros(from), micros(to)).Scan(&s.Chains, &s.FraudRejected)
+	if err != nil {
+		return s, wrap(err)
+	}
+	err = t.rows(ctx, `SELECT category, sum(cleared_cents), sum(cleared) FROM stats_daily_categories
+WHERE day BETWEEN ? AND ? GROUP BY category HAVING sum(cleared) <> 0`, []any{micros(from), micros(to)}, func(rows *sql.Rows) error {
+		var cat string
+		var sum, n int64
+		if err := rows.Scan(&cat, &sum, &n); err != nil {
+			return err
+		}
+		s.CPISum[cat], s.CPICount[cat] = sum, n
+		return nil
+	})
+	return s, err
+}
+
+const holdStatsDays = `SELECT coalesce(sum(opened), 0), coalesce(sum(resolved), 0), coalesce(sum(charged), 0),
+  coalesce(sum(charged_cents), 0), coalesce(sum(floored), 0), coalesce(sum(floor_cents), 0), coalesce(sum(publisher_suspended), 0)
+FROM stats_daily_holds WHERE day BETWEEN ? AND ?`
+
+func (t *tx) AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStatsDays+` AND app_id = ?`, micros(from), micros(to), appID)
+}
+
+func (t *tx) NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
+	return t.holdStats(ctx, holdStatsDays, micros(from), micros(to))
+}
+
+func (t *tx) DailyStats(ctx context.Context, appID, campaignID string, from, to time.Time) ([]attribution.DailyRow, error) {
+	var out []attribution.DailyRow
+	err := t.rows(ctx, `SELECT day, side, sum(fills), sum(clicks), sum(installs), sum(activated), sum(cleared), sum(refunded),
+  sum(rejected), sum(spend_cents), sum(earned_cents)
+FROM stats_daily WHERE app_id = ?1 AND side IN ('advertiser', 'publisher') AND day BETWEEN ?2 AND ?3 AND (?4 = '' OR campaign_id = ?4)
+GROUP BY day, side ORDER BY day, side`, []any{appID, micros(from), micros(to), campaignID}, func(rows *sql.Rows) error {
+		var r attribution.DailyRow
+		var day int64
+		if err := rows.Scan(&day, &r.Side, &r.Fills, &r.Clicks, &r.Installs, &r.Activated, &r.Cleared, &r.Refunded, &r.Rejected,
+			&r.SpendCents, &r.EarnedCents); err != nil {
+			return err
+		}
+		r.Day = time.UnixMicro(day).UTC()
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// rows runs a query and calls scan for each row.
+func (t *tx) rows(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return wrap(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return wrap(err)
+		}
+	}
+	return wrap(rows.Err())
+}
