@@ -14,9 +14,9 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
-	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/sqlite"

@@ -16,8 +16,8 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
-	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/textcheck"
 )
