@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 34 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 38 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -163,6 +163,11 @@ func TestToolsList(t *testing.T) {
 		// run it queues.
 		"get_app":    {true, false, true, false},
 		"update_app": {false, false, true, true},
+		// The dashboard's reads.
+		"get_balance":   {true, false, true, false},
+		"list_payouts":  {true, false, true, false},
+		"list_api_keys": {true, false, true, false},
+		"list_chains":   {true, false, true, false},
 	}
 	for _, tl := range list.Tools {
 		a := tl.Annotations
