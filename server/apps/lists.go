@@ -10,7 +10,7 @@ import (
 	"github.com/xpromo/xpromo/server/cursor"
 )
 
-// The lists of the apps domain (docs/apps.md "Lists"): the operators' apps
+// The lists of the apps domain (docs/dashboard.md "API"): the operators' apps
 // by status (GET /v1/admin/apps, the review queue), an app's API keys (GET
 // /v1/apps/{app_id}/keys) and the audit log's pages (GET /v1/admin/audit).
 

@@ -8,8 +8,8 @@ import (
 	"github.com/xpromo/xpromo/server/cursor"
 )
 
-// GET /v1/chains: the caller's app's chains, newest first (docs/sdk.md
-// "Listing chains").
+// GET /v1/chains: the caller's app's chains, newest first (docs/dashboard.md
+// "API").
 
 // ListTx is what the chains list reads.
 type ListTx interface {

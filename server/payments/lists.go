@@ -9,8 +9,8 @@ import (
 	"github.com/xpromo/xpromo/server/ledger"
 )
 
-// What the dashboard reads of an app's money (docs/payments.md "Balance"
-// and "Payouts list"): GET /v1/apps/{app_id}/balance and GET
+// What the dashboard reads of an app's money (docs/dashboard.md "API"):
+// GET /v1/apps/{app_id}/balance and GET
 // /v1/apps/{app_id}/payouts.
 
 // ListTx is what the balance and the payouts list read.

@@ -1,5 +1,5 @@
 -- +goose Up
--- The indexes of the dashboard's lists (keyset pages, docs/apps.md "Lists"):
+-- The indexes of the dashboard's lists (keyset pages, docs/dashboard.md "API"):
 -- the operators' apps by status, oldest first (the review queue: GET
 -- /v1/admin/apps?status=pending), every app, and every complaint newest
 -- first (GET /v1/admin/complaints without a status; with one,
