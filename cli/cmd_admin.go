@@ -16,6 +16,7 @@ func (r *runner) adminCommand() *cobra.Command {
 		r.adminActionCommand(xpromo.AdminReinstate, "lift a suspension: back to the status before it", false),
 		r.adminActionCommand(xpromo.AdminReview, "send a rejected app back to review (pending)", false),
 		r.adminAppCommand(),
+		r.adminAppsCommand(),
 		r.adminAdjustCommand(),
 		r.adminFloorCutCommand(),
 		r.adminPayoutAccountCommand(),

@@ -18,7 +18,7 @@ import (
 
 func (r *runner) appsCommand() *cobra.Command {
 	return group("apps", "register an app, read or change it, read its score, rotate its API key, choose its earn mode, answer the vetting gate",
-		r.appsRegisterCommand(), r.appsShowCommand(), r.appsUpdateCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsEarnModeCommand(),
+		r.appsRegisterCommand(), r.appsShowCommand(), r.appsUpdateCommand(), r.appsScoreCommand(), r.appsRotateKeyCommand(), r.appsKeysCommand(), r.appsEarnModeCommand(),
 		r.appsRecheckCommand(), r.appsVerifyContactCommand(), r.appsResendContactCommand())
 }
 

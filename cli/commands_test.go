@@ -183,6 +183,32 @@ func TestPayout(t *testing.T) {
 	assert.Equal(t, "none", field(st, "requirements_due"))
 }
 
+// TestListsCommands: balance, payouts and admin apps read what the API
+// answers (the publisher of TestPayout's flow, after one payout).
+func TestListsCommands(t *testing.T) {
+	srv := startServer(t, wire.Config{})
+	e := newCLI(t, srv)
+	adv := e.register("advertiser", "Advertiser", "com.example.adv")
+	pub := e.register("", "Publisher", "com.example.pub")
+	e.ok("--profile", "advertiser", "topup", "--amount-cents", "20000", "--complete")
+	clearInstall(t, srv, adv.appID, pub.appID, 10000, "ch_l1")
+	bal := e.ok("balance").stdout
+	assert.Equal(t, "EUR 70.00", field(bal, "withdrawable"))
+	assert.Equal(t, "EUR 70.00", field(bal, "wallet"))
+	assert.Equal(t, "EUR 0.00", field(bal, "credits"))
+	assert.Equal(t, "EUR 100.00", field(e.ok("--profile", "advertiser", "balance").stdout, "credits"), "top-ups (less the install charged) are not withdrawable")
+	assert.Contains(t, e.ok("payouts").stdout, "no payouts")
+	e.ok("payout")
+	var page xpromo.PayoutPage
+	require.NoError(t, json.Unmarshal([]byte(e.ok("payouts", "--json").stdout), &page))
+	require.Len(t, page.Payouts, 1)
+	assert.Equal(t, int64(7000), page.Payouts[0].AmountCents)
+	assert.Equal(t, xpromo.PayoutSent, page.Payouts[0].Status)
+	assert.Contains(t, e.ok("apps", "keys").stdout, pub.apiKey[:12]+"…")
+	assert.NotContains(t, e.ok("apps", "keys").stdout, pub.apiKey)
+	assert.Contains(t, e.ok("chains").stdout, "no chains")
+}
+
 // clearInstall posts what a cleared install posts on the ledger: an escrow
 // hold on the advertiser, then its clearing with cash earnings for the
 // publisher. (The install flow itself is the attribution server's.)

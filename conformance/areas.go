@@ -26,6 +26,7 @@ func Areas() []Area {
 		{ID: "top-up", Title: "top-up", Checks: topUpChecks},
 		{ID: "payout", Title: "payout", Checks: payoutChecks},
 		{ID: "attribution", Title: "attribution protocol and fraud codes", Checks: attributionChecks},
+		{ID: "lists", Title: "balance, chains and key lists (additive)", Checks: listChecks},
 		{ID: "mcp", Title: "MCP tool parity", Checks: mcpChecks},
 	}
 }

@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 35 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 39 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -161,8 +161,13 @@ func TestToolsList(t *testing.T) {
 		"resend_contact_challenge": {false, false, false, true},
 		// The app's record: a changed appcast URL is read by the scoring
 		// run it queues.
-		"get_app":         {true, false, true, false},
-		"update_app":      {false, false, true, true},
+		"get_app":    {true, false, true, false},
+		"update_app": {false, false, true, true},
+		// The dashboard's reads.
+		"get_balance":     {true, false, true, false},
+		"list_payouts":    {true, false, true, false},
+		"list_api_keys":   {true, false, true, false},
+		"list_chains":     {true, false, true, false},
 		"get_daily_stats": {true, false, true, false},
 	}
 	for _, tl := range list.Tools {

@@ -51,8 +51,9 @@ func complaintSchema() schema {
 }
 
 func complaintPageSchema() schema {
-	return allRequired("Complaints, newest first.", schema{
-		"complaints": array(complaintSchema(), maxComplaintLimit, ""),
+	return object("Complaints, newest first.", []string{"complaints"}, schema{
+		"complaints":  array(complaintSchema(), maxComplaintLimit, ""),
+		"next_cursor": str(256, "Present only on the operators' list (GET /v1/admin/complaints), when older complaints exist."),
 	})
 }
 

@@ -162,6 +162,9 @@ type AuditEntry struct {
 // AuditPage is the answer of GET /admin/audit: entries newest first.
 type AuditPage struct {
 	Entries []AuditEntry `json:"entries"`
+	// NextCursor (additive) is set when older entries exist: pass it back
+	// as AuditListParams.Cursor. Absent on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // MarshalJSON emits Entries as [] when nil.

@@ -92,6 +92,10 @@ type Complaint struct {
 // ComplaintPage is a list of complaints, newest first.
 type ComplaintPage struct {
 	Complaints []Complaint `json:"complaints"`
+	// NextCursor (additive; GET /admin/complaints only) is set when older
+	// complaints exist: pass it back as AdminComplaintListParams.Cursor.
+	// Absent on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // MarshalJSON emits Complaints as [] when nil.

@@ -68,6 +68,10 @@ const (
 	InvalidNote          = "invalid_note"
 	// The status filter of GET /v1/campaigns.
 	InvalidCampaignStatus = "invalid_campaign_status"
+	// The filters of the dashboard's lists (GET /v1/admin/apps, GET /v1/chains).
+	InvalidAppStatus  = "invalid_app_status"
+	InvalidChainState = "invalid_chain_state"
+	InvalidRole       = "invalid_role"
 
 	// Earn mode and complaints (docs/apps.md).
 	InvalidEarnMode        = "invalid_earn_mode"
@@ -226,6 +230,9 @@ func init() {
 	def(InvalidAmount, 422, "An amount is not a positive integer number of cents (non-zero for an adjustment), or is too large.")
 	def(InvalidNote, 422, "An operator's note is too long (a ledger adjustment's: over 500 bytes; a complaint resolution's: over 500 characters), or holds a control or invisible formatting character (as listed under `invalid_characters`).")
 	def(InvalidCampaignStatus, 422, "The `status` filter of GET /v1/campaigns is not one of `throttled`, `active`, `paused`.")
+	def(InvalidAppStatus, 422, "The `status` filter of GET /v1/admin/apps is not one of `pending`, `approved`, `throttled`, `live`, `suspended`, `rejected`.")
+	def(InvalidChainState, 422, "The `state` filter of GET /v1/chains is not one of `clicked`, `installed`, `activated_48h`, `cleared`, `refunded`, `rejected`.")
+	def(InvalidRole, 422, "The `role` filter of GET /v1/chains is not one of `publisher`, `advertiser`.")
 	def(InvalidPayoutAccount, 422, "`account_id` is not a connected payout account id (`acct_` followed by letters, digits or `_`).")
 
 	def(InvalidEarnMode, 422, "`earn_mode` is not one of `cash`, `credits`.")

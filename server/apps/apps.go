@@ -135,8 +135,8 @@ type Tx interface {
 	RescheduleJob(ctx context.Context, jobID string, runAfter time.Time) (bool, error)
 
 	InsertAdminAudit(ctx context.Context, e AuditEntry) error
-	// AdminAudit returns the newest limit audit entries, newest first.
-	AdminAudit(ctx context.Context, limit int) ([]AuditEntry, error)
+
+	ListTx
 }
 
 // Service is the apps domain's entry point; its fields are its dependencies.

@@ -16,6 +16,7 @@ import (
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/clocktest"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/sqlite"
@@ -502,9 +503,11 @@ func TestAdminActions(t *testing.T) {
 		}, got)
 
 		// One audit row per successful action, newest first.
-		audit, err := svc.Audit(ctx, 100)
+		page, err := svc.Audit(ctx, apps.AuditQuery{Limit: 100})
 		require.NoError(t, err)
+		audit := page.Entries
 		require.Len(t, audit, 5)
+		assert.Empty(t, page.Next)
 		var actions []string
 		for _, e := range audit {
 			actions = append(actions, e.Action)
@@ -517,11 +520,22 @@ func TestAdminActions(t *testing.T) {
 		require.NoError(t, json.Unmarshal(audit[4].Detail, &detail))
 		assert.Equal(t, map[string]string{"from": "pending", "to": "rejected", "reason": "bundle does not match"}, detail)
 		assert.Equal(t, t0.Add(m), audit[4].At)
-		top, err := svc.Audit(ctx, 2)
+		top, err := svc.Audit(ctx, apps.AuditQuery{Limit: 2})
 		require.NoError(t, err)
-		assert.Equal(t, audit[:2], top)
+		assert.Equal(t, audit[:2], top.Entries)
+		// The next pages follow on from the cursor, to the end.
+		require.NotEmpty(t, top.Next)
+		var rest []apps.AuditEntry
+		for next := top.Next; next != ""; {
+			p, err := cursor.Decode(next)
+			require.NoError(t, err)
+			more, err := svc.Audit(ctx, apps.AuditQuery{Limit: 2, After: &p})
+			require.NoError(t, err)
+			rest, next = append(rest, more.Entries...), more.Next
+		}
+		assert.Equal(t, audit[2:], rest)
 		for _, bad := range []int{0, -1, 1001} {
-			_, err := svc.Audit(ctx, bad)
+			_, err := svc.Audit(ctx, apps.AuditQuery{Limit: bad})
 			assert.True(t, apperr.Is(err, apperr.InvalidLimit), "limit %d: %v", bad, err)
 		}
 
@@ -865,9 +879,9 @@ func TestUpdateAppcastURL(t *testing.T) {
 		a, _, _ := register(t, svc)
 		audit := func() []apps.AuditEntry {
 			t.Helper()
-			es, err := svc.Audit(ctx, apps.MaxAuditLimit)
+			es, err := svc.Audit(ctx, apps.AuditQuery{Limit: apps.MaxAuditLimit})
 			require.NoError(t, err)
-			return es
+			return es.Entries
 		}
 
 		for _, bad := range []string{"", "  ", "ftp://example.com/a.xml", "https://u:p@example.com/a.xml", "example.com/a.xml"} {

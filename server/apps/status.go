@@ -8,6 +8,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/txunit"
 )
@@ -230,17 +231,19 @@ const (
 	MaxAuditLimit     = 1000
 )
 
-// Audit returns the newest limit entries of the operator audit log, newest
-// first.
-func (s *Service) Audit(ctx context.Context, limit int) ([]AuditEntry, error) {
-	if limit < 1 || limit > MaxAuditLimit {
+// Audit returns a page of the operator audit log, newest first.
+func (s *Service) Audit(ctx context.Context, q AuditQuery) (AuditPage, error) {
+	if q.Limit < 1 || q.Limit > MaxAuditLimit {
 		e := apperr.New(apperr.InvalidLimit, "limit must be an integer from 1 to %d", MaxAuditLimit)
 		e.Field = "limit"
-		return nil, e
+		return AuditPage{}, e
 	}
-	var out []AuditEntry
-	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		out, err = tx.AdminAudit(ctx, limit)
+	var out AuditPage
+	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
+		list, err := tx.AuditPage(ctx, q.After, q.Limit+1)
+		out.Entries, out.Next = cursor.Cut(list, q.Limit, func(e AuditEntry) cursor.Position {
+			return cursor.Position{CreatedAt: e.At, ID: e.ID}
+		})
 		return err
 	})
 	return out, err

@@ -193,6 +193,7 @@ type NetworkStats struct {
 // campaign, and its own tables.
 type Tx interface {
 	ledger.Tx
+	ListTx
 	GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error)
 
 	// InsertSDKKey stores a new key; a kid stored before makes it fail

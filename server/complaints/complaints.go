@@ -17,6 +17,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/textcheck"
 )
@@ -99,8 +100,9 @@ type Tx interface {
 	// newest first.
 	ReporterComplaints(ctx context.Context, reporterID string, limit int) ([]Complaint, error)
 	// Complaints returns the newest limit complaints with this status (any
-	// status when ""), newest first.
-	Complaints(ctx context.Context, status Status, limit int) ([]Complaint, error)
+	// status when ""), newest first (created_at, id), after the position
+	// after when set.
+	Complaints(ctx context.Context, status Status, after *cursor.Position, limit int) ([]Complaint, error)
 	// CountComplaints counts the complaints about appID with this status.
 	CountComplaints(ctx context.Context, appID string, status Status) (int, error)
 }
@@ -223,21 +225,25 @@ func (s *Service) Mine(ctx context.Context, reporterID string, limit int) ([]Com
 	return out, err
 }
 
-// List returns the newest limit complaints with status (all when ""),
-// newest first: the operators' queue.
-func (s *Service) List(ctx context.Context, status string, limit int) ([]Complaint, error) {
+// List returns a page of the newest limit complaints with status (all when
+// ""), newest first, after the position after (a cursor's) when set: the
+// operators' queue. next is the cursor of the following page, "" on the
+// last one.
+func (s *Service) List(ctx context.Context, status string, after *cursor.Position, limit int) (list []Complaint, next string, err error) {
 	if status != "" && !slices.Contains(Statuses, Status(status)) {
-		return nil, field(apperr.New(apperr.InvalidResolution, "status must be one of open, upheld, dismissed"), "status")
+		return nil, "", field(apperr.New(apperr.InvalidResolution, "status must be one of open, upheld, dismissed"), "status")
 	}
 	if err := checkLimit(limit); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var out []Complaint
-	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		out, err = tx.Complaints(ctx, Status(status), limit)
+	err = s.View(ctx, func(ctx context.Context, tx Tx) error {
+		page, err := tx.Complaints(ctx, Status(status), after, limit+1)
+		list, next = cursor.Cut(page, limit, func(c Complaint) cursor.Position {
+			return cursor.Position{CreatedAt: c.CreatedAt, ID: c.ID}
+		})
 		return err
 	})
-	return out, err
+	return list, next, err
 }
 
 func checkLimit(limit int) error {

@@ -40,10 +40,10 @@ func TestInputIsCheckedFirst(t *testing.T) {
 	check(resolve("upheld", strings.Repeat("n", MaxNote+1)), apperr.InvalidNote, "note")
 	check(resolve("upheld", "a\tb"), apperr.InvalidNote, "note")
 
-	_, err := s.List(ctx, "closed", 10)
+	_, _, err := s.List(ctx, "closed", nil, 10)
 	check(err, apperr.InvalidResolution, "status")
 	for _, limit := range []int{0, -1, MaxLimit + 1} {
-		_, err = s.List(ctx, "", limit)
+		_, _, err = s.List(ctx, "", nil, limit)
 		check(err, apperr.InvalidLimit, "limit")
 		_, err = s.Mine(ctx, "app_r", limit)
 		check(err, apperr.InvalidLimit, "limit")

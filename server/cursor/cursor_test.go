@@ -47,3 +47,26 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestPageAndCut(t *testing.T) {
+	v := map[string][]string{"limit": {"2"}, "cursor": {Encode(Position{CreatedAt: time.UnixMicro(5).UTC(), ID: "x"})}}
+	limit, after, err := Page(v, 10, 100)
+	if err != nil || limit != 2 || after == nil || after.ID != "x" {
+		t.Fatalf("Page = %d, %v, %v", limit, after, err)
+	}
+	if limit, after, err := Page(nil, 10, 100); err != nil || limit != 10 || after != nil {
+		t.Fatalf("Page(nil) = %d, %v, %v", limit, after, err)
+	}
+	for _, bad := range []string{"0", "101", "+1", " 1", "x"} {
+		if _, _, err := Page(map[string][]string{"limit": {bad}}, 10, 100); apperr.Code(err) != apperr.InvalidLimit {
+			t.Errorf("limit %q: %v", bad, err)
+		}
+	}
+	pos := func(n int) Position { return Position{CreatedAt: time.UnixMicro(int64(n)).UTC(), ID: "i"} }
+	if got, next := Cut([]int{1, 2}, 2, pos); len(got) != 2 || next != "" {
+		t.Errorf("Cut at the end = %v, %q", got, next)
+	}
+	if got, next := Cut([]int{1, 2, 3}, 2, pos); len(got) != 2 || next != Encode(pos(2)) {
+		t.Errorf("Cut before the end = %v, %q", got, next)
+	}
+}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -210,24 +209,18 @@ func (s *Server) adminGetApp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
-	limit := apps.DefaultAuditLimit
-	if q := r.URL.Query(); q.Has("limit") {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil {
-			e := apperr.New(apperr.InvalidLimit, "limit must be an integer from 1 to %d", apps.MaxAuditLimit)
-			e.Field = "limit"
-			s.writeErr(w, r, e)
-			return
-		}
-		limit = n
-	}
-	entries, err := s.services.Apps.Audit(r.Context(), limit)
+	q, err := apps.ParseAuditQuery(r.URL.Query())
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	page := xpromo.AuditPage{Entries: make([]xpromo.AuditEntry, len(entries))}
-	for i, e := range entries {
+	got, err := s.services.Apps.Audit(r.Context(), q)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page := xpromo.AuditPage{Entries: make([]xpromo.AuditEntry, len(got.Entries)), NextCursor: optCursor(got.Next)}
+	for i, e := range got.Entries {
 		page.Entries[i] = xpromo.AuditEntry{ID: e.ID, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Detail: e.Detail, At: e.At}
 	}
 	writeJSON(w, http.StatusOK, page)

@@ -9,6 +9,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/complaints"
+	"github.com/xpromo/xpromo/server/cursor"
 )
 
 // mountComplaints: an app files and lists its complaints; operators list and
@@ -64,12 +65,23 @@ func (s *Server) adminComplaints(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	cs, err := s.services.Complaints.List(r.Context(), r.URL.Query().Get("status"), limit)
+	var after *cursor.Position
+	if q := r.URL.Query(); q.Has("cursor") {
+		p, err := cursor.Decode(q.Get("cursor"))
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		after = &p
+	}
+	cs, next, err := s.services.Complaints.List(r.Context(), r.URL.Query().Get("status"), after, limit)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, complaintPage(cs))
+	page := complaintPage(cs)
+	page.NextCursor = optCursor(next)
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) resolveComplaint(w http.ResponseWriter, r *http.Request) {

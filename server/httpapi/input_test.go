@@ -249,7 +249,8 @@ func TestInputPolicyPathAndQuery(t *testing.T) {
 			}
 			for name := range op.Query {
 				value := map[string]string{"from": "2026-11-01", "to": "2026-11-20", "limit": "10", "cursor": "abc", "period": "last_7_days",
-					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none", "status": "open", "token": "abc", "campaign_id": "cmp_none"}[name]
+					"type": "chain.cleared", "since": "2026-11-01T00:00:00Z", "wait": "0", "event_id": "evt_none", "status": "open", "token": "abc",
+					"state": "cleared", "role": "publisher", "campaign_id": "cmp_none"}[name]
 				require.NotEmpty(t, value, "%s: a value for query parameter %s", op.ID, name)
 				if op.Query[name].Matches("array") {
 					continue // repeated by design (the events API's type)

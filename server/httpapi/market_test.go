@@ -162,10 +162,10 @@ func TestMarketAdminFloorCut(t *testing.T) {
 		}
 
 		// The cut is in the floor history and in the operators' audit log.
-		entries, err := e.apps.Audit(context.Background(), 10)
+		entries, err := e.apps.Audit(context.Background(), apps.AuditQuery{Limit: 10})
 		require.NoError(t, err)
 		var cuts []string
-		for _, a := range entries {
+		for _, a := range entries.Entries {
 			if a.Action == "market.floor_cut" {
 				var d map[string]any
 				require.NoError(t, json.Unmarshal(a.Detail, &d))

@@ -31,5 +31,6 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountEarnMode(protected)
 		s.mountComplaints(protected, admin)
 		s.mountGate(public, protected)
+		s.mountLists(protected, admin)
 	})
 }

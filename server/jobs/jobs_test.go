@@ -86,7 +86,7 @@ func (w *world) audited(t *testing.T, action string) []string {
 	t.Helper()
 	var out []string
 	require.NoError(t, w.store.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-		es, err := tx.AdminAudit(ctx, 1000)
+		es, err := tx.AuditPage(ctx, nil, 1000)
 		for _, e := range es {
 			if e.Action == action {
 				out = append(out, e.Subject)

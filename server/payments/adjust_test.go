@@ -42,7 +42,7 @@ func TestAdjustUnderAnIdempotencyKeyPostsOnce(t *testing.T) {
 
 		var audited int
 		require.NoError(t, s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
-			entries, err := tx.AdminAudit(ctx, 100)
+			entries, err := tx.AuditPage(ctx, nil, 100)
 			for _, e := range entries {
 				if e.Action == "app.adjustment" {
 					audited++

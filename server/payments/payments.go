@@ -98,6 +98,7 @@ func (p Payout) Wire() xpromo.PayoutResponse {
 
 // Tx is what the payments domain needs from a transaction.
 type Tx interface {
+	ListTx
 	// InsertCheckoutSession stores a new session.
 	InsertCheckoutSession(ctx context.Context, s CheckoutSession) error
 	// CheckoutSession reads a session; found is false when there is none.

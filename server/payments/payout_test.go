@@ -562,7 +562,7 @@ func TestPayoutAccounts(t *testing.T) {
 
 		// The operator's action is audited.
 		require.NoError(t, s.View(ctx, func(ctx context.Context, tx storage.Tx) error {
-			entries, err := tx.AdminAudit(ctx, 10)
+			entries, err := tx.AuditPage(ctx, nil, 10)
 			require.Len(t, entries, 1)
 			assert.Equal(t, "app.payout_account", entries[0].Action)
 			assert.Equal(t, app, entries[0].Subject)

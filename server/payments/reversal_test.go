@@ -40,7 +40,7 @@ func (f *stripeFixture) audit(t *testing.T) []apps.AuditEntry {
 	var out []apps.AuditEntry
 	require.NoError(t, f.store.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		var err error
-		out, err = tx.AdminAudit(ctx, 100)
+		out, err = tx.AuditPage(ctx, nil, 100)
 		return err
 	}))
 	return out

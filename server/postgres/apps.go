@@ -41,7 +41,21 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 	return wrap(err, "inserting an app")
 }
 
-const selectApp = `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url FROM apps WHERE id = $1`
+const appColumns = `id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url`
+
+func scanApp(row pgx.Row) (apps.App, error) {
+	var a apps.App
+	var platform, status, mode string
+	if err := row.Scan(&a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail,
+		&a.Category, &status, &mode, &a.CreatedAt, &a.UpdatedAt, &a.AppcastURL); err != nil {
+		return apps.App{}, err
+	}
+	a.Platform, a.Status, a.EarnMode = xpromo.Platform(platform), xpromo.AppStatus(status), ledger.EarnMode(mode)
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	return a, nil
+}
+
+const selectApp = `SELECT ` + appColumns + ` FROM apps WHERE id = $1`
 
 func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error) {
 	q := selectApp
@@ -152,22 +166,6 @@ func (t *tx) InsertAdminAudit(ctx context.Context, e apps.AuditEntry) error {
 	_, err := t.exec(ctx, `INSERT INTO admin_audit (id, actor, action, subject, detail, at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		e.ID, e.Actor, e.Action, e.Subject, jsonArg(e.Detail), e.At)
 	return wrap(err, "recording an audit entry")
-}
-
-func (t *tx) AdminAudit(ctx context.Context, limit int) ([]apps.AuditEntry, error) {
-	var out []apps.AuditEntry
-	err := t.query(ctx, `SELECT id, actor, action, subject, detail, at FROM admin_audit ORDER BY seq DESC LIMIT $1`,
-		[]any{limit}, func(rows pgx.Rows) error {
-			var e apps.AuditEntry
-			var detail []byte
-			if err := rows.Scan(&e.ID, &e.Actor, &e.Action, &e.Subject, &detail, &e.At); err != nil {
-				return err
-			}
-			e.Detail, e.At = json.RawMessage(detail), e.At.UTC()
-			out = append(out, e)
-			return nil
-		})
-	return out, wrap(err, "reading the audit log")
 }
 
 func (t *tx) SetAppEarnMode(ctx context.Context, id string, mode ledger.EarnMode, at time.Time) error {

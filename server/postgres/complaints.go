@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/xpromo/xpromo/server/complaints"
+	"github.com/xpromo/xpromo/server/cursor"
 )
 
 // complaints.Tx on PostgreSQL.
@@ -85,11 +87,18 @@ func (t *tx) ReporterComplaints(ctx context.Context, reporterID string, limit in
 	return t.complaintList(ctx, `WHERE reporter_app_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, reporterID, limit)
 }
 
-func (t *tx) Complaints(ctx context.Context, status complaints.Status, limit int) ([]complaints.Complaint, error) {
-	if status == "" {
-		return t.complaintList(ctx, `ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
+func (t *tx) Complaints(ctx context.Context, status complaints.Status, after *cursor.Position, limit int) ([]complaints.Complaint, error) {
+	where, args := `WHERE true`, []any{}
+	if status != "" {
+		args = append(args, string(status))
+		where += fmt.Sprintf(` AND status = $%d`, len(args))
 	}
-	return t.complaintList(ctx, `WHERE status = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, string(status), limit)
+	if after != nil {
+		args = append(args, after.CreatedAt, after.ID)
+		where += fmt.Sprintf(` AND (created_at, id) < ($%d, $%d)`, len(args)-1, len(args))
+	}
+	args = append(args, limit)
+	return t.complaintList(ctx, where+fmt.Sprintf(` ORDER BY created_at DESC, id DESC LIMIT $%d`, len(args)), args...)
 }
 
 func (t *tx) CountComplaints(ctx context.Context, appID string, status complaints.Status) (int, error) {

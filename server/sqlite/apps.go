@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -40,20 +39,28 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	return wrap(err)
 }
 
-func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error) {
+const appColumns = `id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url`
+
+func scanApp(sc scanner) (apps.App, error) {
 	var a apps.App
 	var platform, status, mode string
 	var created, updated int64
-	err := t.tx.QueryRowContext(ctx, `SELECT id, name, platform, bundle_id, domain, download_url, contact_email, category, status, earn_mode, created_at, updated_at, appcast_url
-FROM apps WHERE id = ?`, id).Scan(&a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail, &a.Category, &status, &mode, &created, &updated, &a.AppcastURL)
+	if err := sc.Scan(&a.ID, &a.Name, &platform, &a.BundleID, &a.Domain, &a.DownloadURL, &a.ContactEmail, &a.Category, &status, &mode, &created, &updated, &a.AppcastURL); err != nil {
+		return apps.App{}, err
+	}
+	a.Platform, a.Status, a.EarnMode = xpromo.Platform(platform), xpromo.AppStatus(status), ledger.EarnMode(mode)
+	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return a, nil
+}
+
+func (t *tx) GetApp(ctx context.Context, id string, lock bool) (apps.App, bool, error) {
+	a, err := scanApp(t.tx.QueryRowContext(ctx, `SELECT `+appColumns+` FROM apps WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return apps.App{}, false, nil
 	}
 	if err != nil {
 		return apps.App{}, false, wrap(err)
 	}
-	a.Platform, a.Status, a.EarnMode = xpromo.Platform(platform), xpromo.AppStatus(status), ledger.EarnMode(mode)
-	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return a, true, nil
 }
 
@@ -161,26 +168,6 @@ func (t *tx) InsertAdminAudit(ctx context.Context, e apps.AuditEntry) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO admin_audit (id, actor, action, subject, detail, at) VALUES (?, ?, ?, ?, ?, ?)`,
 		e.ID, e.Actor, e.Action, e.Subject, string(e.Detail), micros(e.At))
 	return wrap(err)
-}
-
-func (t *tx) AdminAudit(ctx context.Context, limit int) ([]apps.AuditEntry, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, actor, action, subject, detail, at FROM admin_audit ORDER BY seq DESC LIMIT ?`, limit)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	defer rows.Close()
-	var out []apps.AuditEntry
-	for rows.Next() {
-		var e apps.AuditEntry
-		var detail string
-		var at int64
-		if err := rows.Scan(&e.ID, &e.Actor, &e.Action, &e.Subject, &detail, &at); err != nil {
-			return nil, wrap(err)
-		}
-		e.Detail, e.At = json.RawMessage(detail), fromMicros(at)
-		out = append(out, e)
-	}
-	return out, wrap(rows.Err())
 }
 
 func (t *tx) SetAppEarnMode(ctx context.Context, id string, mode ledger.EarnMode, at time.Time) error {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xpromo/xpromo/server/complaints"
+	"github.com/xpromo/xpromo/server/cursor"
 )
 
 // complaints.Tx on SQLite.
@@ -88,11 +89,16 @@ func (t *tx) ReporterComplaints(ctx context.Context, reporterID string, limit in
 	return t.complaintList(ctx, `WHERE reporter_app_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`, reporterID, limit)
 }
 
-func (t *tx) Complaints(ctx context.Context, status complaints.Status, limit int) ([]complaints.Complaint, error) {
-	if status == "" {
-		return t.complaintList(ctx, `ORDER BY created_at DESC, id DESC LIMIT ?`, limit)
+func (t *tx) Complaints(ctx context.Context, status complaints.Status, after *cursor.Position, limit int) ([]complaints.Complaint, error) {
+	where, args := `WHERE true`, []any{}
+	if status != "" {
+		where, args = where+` AND status = ?`, append(args, string(status))
 	}
-	return t.complaintList(ctx, `WHERE status = ? ORDER BY created_at DESC, id DESC LIMIT ?`, string(status), limit)
+	if after != nil {
+		at := micros(after.CreatedAt)
+		where, args = where+` AND (created_at < ? OR (created_at = ? AND id < ?))`, append(args, at, at, after.ID)
+	}
+	return t.complaintList(ctx, where+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, limit)...)
 }
 
 func (t *tx) CountComplaints(ctx context.Context, appID string, status complaints.Status) (int, error) {

@@ -150,13 +150,13 @@ func testComplaints(t *testing.T, s storage.Store) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cmpl_4", "cmpl_3"}, complaintIDs(mine))
 
-		all, err := tx.Complaints(ctx, "", 100)
+		all, err := tx.Complaints(ctx, "", nil, 100)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cmpl_4", "cmpl_3", "cmpl_2", "cmpl_1"}, complaintIDs(all))
-		open, err := tx.Complaints(ctx, complaints.Open, 100)
+		open, err := tx.Complaints(ctx, complaints.Open, nil, 100)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cmpl_4", "cmpl_2"}, complaintIDs(open))
-		upheld, err := tx.Complaints(ctx, complaints.Upheld, 1)
+		upheld, err := tx.Complaints(ctx, complaints.Upheld, nil, 1)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cmpl_1"}, complaintIDs(upheld))
 

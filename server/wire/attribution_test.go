@@ -160,6 +160,11 @@ func TestAttributionEndToEnd(t *testing.T) {
 				inst := decode[xpromo.InstallResponse](t, a.expect(200, a.do("POST", "/v1/sdk/install", "", xpromo.InstallRequest{Token: tok, Countersignature: cs})))
 				assert.Equal(t, click.ChainID, inst.ChainID)
 				assert.Equal(t, xpromo.ChainInstalled, inst.State)
+				// The balance: the price is held in escrow until the chain clears.
+				held := decode[xpromo.Balance](t, a.expect(200, a.do("GET", "/v1/apps/"+adv.id+"/balance", adv.key, nil)))
+				assert.Equal(t, price, held.EscrowHeldCents)
+				assert.Equal(t, 20_000-price, held.WalletCents)
+				assert.Equal(t, 20_000-price, held.CreditsCents, "top-ups are not withdrawable")
 
 				// 48 hours later, a heartbeat activates it; the sweep clears it.
 				a.advance(48 * time.Hour)
@@ -185,6 +190,15 @@ func TestAttributionEndToEnd(t *testing.T) {
 				}, wlines(a.wallet(adv)))
 				pubLines := a.wallet(pub)
 				assert.Equal(t, []wline{{xpromo.LineEarn, earn, earn, adv.id, id}}, wlines(pubLines))
+				// The balances are the ledgers' sums: cash earnings are
+				// withdrawable, credits-mode earnings spendable only.
+				pb := decode[xpromo.Balance](t, a.expect(200, a.do("GET", "/v1/apps/"+pub.id+"/balance", pub.key, nil)))
+				withdrawable := map[string]int64{"cash": earn, "credits": 0}[mode]
+				assert.Equal(t, xpromo.Balance{AppID: pub.id, Currency: "EUR", WalletCents: earn, WithdrawableCents: withdrawable,
+					CreditsCents: earn - withdrawable, MinPayoutCents: xpromo.MinPayoutCents, AsOf: pb.AsOf}, pb)
+				ab := decode[xpromo.Balance](t, a.expect(200, a.do("GET", "/v1/apps/"+adv.id+"/balance", adv.key, nil)))
+				assert.Zero(t, ab.EscrowHeldCents)
+				assert.Equal(t, 20_000-price, ab.WalletCents)
 
 				// event_chain_id resolves, for both apps, to the chain with both
 				// signatures, which verify with the registered keys.
@@ -290,6 +304,23 @@ func contractAttribution(t *testing.T, a *api, strangerKey string) {
 	ch := decode[xpromo.Chain](t, a.expect(200, a.do("GET", "/v1/chains/"+click.ChainID, pub.key, nil)))
 	assert.Equal(t, xpromo.ChainCleared, ch.State)
 	a.expect(404, a.do("GET", "/v1/chains/"+click.ChainID, strangerKey, nil))
+	// The chains lists: the chain on each app's side, none for a stranger.
+	for _, c := range []struct {
+		key, role string
+		want      int
+	}{{pub.key, "", 1}, {pub.key, "publisher", 1}, {pub.key, "advertiser", 0}, {adv.key, "advertiser", 1}, {strangerKey, "", 0}} {
+		q := "/v1/chains?state=cleared"
+		if c.role != "" {
+			q += "&role=" + c.role
+		}
+		page := decode[xpromo.ChainPage](t, a.expect(200, a.do("GET", q, c.key, nil)))
+		require.Len(t, page.Chains, c.want, q)
+		if c.want == 1 {
+			assert.Equal(t, ch, page.Chains[0], "a listed chain is the chain as read by id")
+		}
+	}
+	assert.Equal(t, "invalid_role", a.expect(422, a.do("GET", "/v1/chains?role=both", pub.key, nil)).code(t))
+	assert.Equal(t, "invalid_chain_state", a.expect(422, a.do("GET", "/v1/chains?state=paid", pub.key, nil)).code(t))
 
 	// Revocation.
 	k := decode[xpromo.SDKKey](t, a.expect(200, a.do("POST", "/v1/apps/"+pub.id+"/sdk-keys/"+pub.sdk.ID+"/revoke", pub.key, nil)))

@@ -295,6 +295,7 @@ func TestContract(t *testing.T) {
 		// Key rotation: the new key works.
 		rotated := a.expect(201, a.do("POST", "/v1/apps/"+advID+"/keys/rotate", advKey, nil)).json(t)
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/score", rotated["api_key"].(string), nil))
+		contractLists(t, a, pubID, pubKey, advID, rotated["api_key"].(string))
 
 		contractAttribution(t, a, pubKey)
 		contractWebhooks(t, a, pubID, pubKey)
