@@ -85,9 +85,9 @@ func readMCPBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *mcpRefus
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, http.StatusRequestEntityTooLarge, newMCPRefusal(jsonRPCInvalidRequest, apperr.BodyTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
+			return nil, http.StatusRequestEntityTooLarge, newMCPRefusal(jsonRPCInvalidRequest, apperr.BodyTooLarge, fmt.Sprintf("the request body is larger than %d bytes", MaxBodyBytes))
 		}
-		return nil, http.StatusBadRequest, newMCPRefusal(jsonRPCParseError, "", "the body could not be read: "+err.Error())
+		return nil, http.StatusBadRequest, newMCPRefusal(jsonRPCParseError, "", "the request body could not be read: "+err.Error())
 	}
 	if e := checkBound(raw); e != nil {
 		return nil, http.StatusBadRequest, newMCPRefusal(jsonRPCInvalidRequest, e.Code, e.Message)
