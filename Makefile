@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen history crashtest capi capi-test capi-windows mcp-conformance
+.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen history crashtest capi capi-test capi-windows mcp-conformance fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,6 +56,20 @@ test: ## every test of every module, with -race, on SQLite and PostgreSQL, the l
 	XPROMO_TEST_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 	@$(MAKE) --no-print-directory test-soak
 	@$(MAKE) --no-print-directory capi-test capi-windows
+
+# Fuzzing: `make fuzz FUZZ=CheckJSON FUZZTIME=1m`. `go test` runs each
+# target's seeds; this runs the fuzzer itself, on every FuzzXxx of the
+# workspace whose name matches FUZZ, for FUZZTIME each.
+FUZZ ?= .
+FUZZTIME ?= 10s
+fuzz: ## a short run of every fuzz target (FuzzXxx) of the workspace, FUZZTIME each (10s; FUZZ=regexp to pick)
+	@grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' $(MODULES) | sort | while read -r f; do \
+	  for name in $$(grep -oE '^func Fuzz[A-Za-z0-9_]*' "$$f" | sed 's/^func //'); do \
+	    if [[ ! "$$name" =~ $(FUZZ) ]]; then continue; fi; \
+	    echo "== $$(dirname "$$f") $$name"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "./$$(dirname "$$f")"; \
+	  done; \
+	done
 
 # The race detector slows the embedded SQLite ~12x, so under -race the ledger's
 # random concurrent test runs 32 x 100 operations; this runs it again at

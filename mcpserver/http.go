@@ -91,6 +91,10 @@ func WithAllowedHosts(hosts ...string) HTTPOption {
 //     a loopback origin nor one of WithAllowedOrigins, is answered 403
 //     before anything else, as the MCP specification requires of Streamable
 //     HTTP servers.
+//   - Bodies: mcp-go reads a POST's body whole and decodes it with
+//     encoding/json, so whoever mounts the handler bounds the body first
+//     (the reference server's httpapi.MountMCP: 1 MiB, jsonbound's structure
+//     limits, one message rather than a batch).
 func (s *Server) HTTPHandler(opts ...HTTPOption) http.Handler {
 	cfg := httpConfig{}
 	for _, o := range opts {

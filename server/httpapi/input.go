@@ -35,9 +35,11 @@ import (
 //     (body_not_allowed); one with a body refuses a Content-Length over
 //     MaxBodyBytes at once (body_too_large).
 //
-// The body itself is checked as it is decoded (decodeJSON, checkJSON):
-// encoding, duplicate fields, and each string's length, pattern and
-// characters, against the same document.
+// The body itself is checked as it is decoded (decodeJSON): its structure
+// first (checkBound: jsonbound.Request's depth, values and key length, in
+// one linear pass before any walk), then (checkJSON) encoding, duplicate
+// fields, and each string's length, pattern and characters, against the
+// same document.
 
 // readHeaders are the request headers the server reads, stores or logs.
 var readHeaders = []string{

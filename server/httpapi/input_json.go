@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/xpromo/xpromo/server/apperr"
@@ -36,7 +37,7 @@ func checkJSON(raw []byte, schema *openapi.Schema) (hard, soft error) {
 	}
 	w := jsonWalker{dec: json.NewDecoder(bytes.NewReader(raw))}
 	w.dec.UseNumber()
-	if err := w.value(schema, ""); err != nil && !errors.Is(err, errSyntax) {
+	if err := w.value(schema); err != nil && !errors.Is(err, errSyntax) {
 		return err, nil
 	}
 	return nil, w.soft
@@ -45,12 +46,45 @@ func checkJSON(raw []byte, schema *openapi.Schema) (hard, soft error) {
 // errSyntax stops a walk at malformed JSON.
 var errSyntax = errors.New("malformed JSON")
 
+// jsonWalker walks a body that jsonbound.Check accepted (decodeBody runs it
+// first), so its recursion is at most jsonbound.Request.MaxDepth deep and
+// its steps at most MaxValues. The field path of the value under the walk
+// is kept as a stack of segments and spelled out (path) only when a refusal
+// names it: building it at every value, as this walk once did, cost time
+// and memory in the square of the depth (issue 29).
 type jsonWalker struct {
 	dec  *json.Decoder
-	soft error // the first rule broken, if any
+	soft error     // the first rule broken, if any
+	at   []segment // the path of the value being walked
 }
 
-func (w *jsonWalker) value(s *openapi.Schema, path string) error {
+// segment is one step of a field path: an object's field, or an array's
+// item (key == "" and index >= 0).
+type segment struct {
+	key   string
+	index int
+}
+
+// path spells the current field path as the refusals name it:
+// "a.b[2].c", "" for the body itself.
+func (w *jsonWalker) path() string {
+	var b strings.Builder
+	for _, s := range w.at {
+		if s.index >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
+}
+
+func (w *jsonWalker) value(s *openapi.Schema) error {
 	tok, err := w.dec.Token()
 	if err != nil {
 		return errSyntax
@@ -58,20 +92,20 @@ func (w *jsonWalker) value(s *openapi.Schema, path string) error {
 	switch t := tok.(type) {
 	case json.Delim:
 		if t == '{' {
-			return w.object(s, path)
+			return w.object(s)
 		}
 		if t == '[' {
-			return w.array(s, path)
+			return w.array(s)
 		}
 		return errSyntax
 	case string:
-		return w.str(s, path, t)
+		return w.str(s, t)
 	}
 	return nil
 }
 
-func (w *jsonWalker) object(s *openapi.Schema, path string) error {
-	rules := s.Rules("object")
+func (w *jsonWalker) object(s *openapi.Schema) error {
+	rules := rulesOf(s, "object")
 	seen := map[string]bool{}
 	for w.dec.More() {
 		tok, err := w.dec.Token()
@@ -82,11 +116,12 @@ func (w *jsonWalker) object(s *openapi.Schema, path string) error {
 		if !ok {
 			return errSyntax
 		}
-		field := join(path, key)
 		if !textcheck.Encoded(key) {
 			return apperr.New(apperr.InvalidEncoding, "a field name holds a NUL")
 		}
+		w.at = append(w.at, segment{key: key, index: -1})
 		if seen[key] {
+			field := w.path()
 			return fieldErr(apperr.DuplicateField, field, "field %q appears twice in one object; send each field once", field)
 		}
 		seen[key] = true
@@ -97,9 +132,10 @@ func (w *jsonWalker) object(s *openapi.Schema, path string) error {
 				break
 			}
 		}
-		if err := w.value(prop, field); err != nil {
+		if err := w.value(prop); err != nil {
 			return err
 		}
+		w.at = w.at[:len(w.at)-1]
 	}
 	if _, err := w.dec.Token(); err != nil {
 		return errSyntax
@@ -107,8 +143,8 @@ func (w *jsonWalker) object(s *openapi.Schema, path string) error {
 	return nil
 }
 
-func (w *jsonWalker) array(s *openapi.Schema, path string) error {
-	rules := s.Rules("array")
+func (w *jsonWalker) array(s *openapi.Schema) error {
+	rules := rulesOf(s, "array")
 	var items *openapi.Schema
 	for _, r := range rules {
 		if r.Items != nil {
@@ -118,35 +154,48 @@ func (w *jsonWalker) array(s *openapi.Schema, path string) error {
 	}
 	n := 0
 	for ; w.dec.More(); n++ {
-		if err := w.value(items, path+"["+strconv.Itoa(n)+"]"); err != nil {
+		w.at = append(w.at, segment{index: n})
+		if err := w.value(items); err != nil {
 			return err
 		}
+		w.at = w.at[:len(w.at)-1]
 	}
 	if _, err := w.dec.Token(); err != nil {
 		return errSyntax
 	}
 	for _, r := range rules {
-		if r.MaxItems != nil && n > *r.MaxItems {
+		if r.MaxItems != nil && n > *r.MaxItems && w.soft == nil {
+			path := w.path()
 			w.fail(rules, apperr.TooLong, path, "%s has %d items; at most %d are allowed", path, n, *r.MaxItems)
 		}
 	}
 	return nil
 }
 
-func (w *jsonWalker) str(s *openapi.Schema, path, v string) error {
+func (w *jsonWalker) str(s *openapi.Schema, v string) error {
 	if !textcheck.Encoded(v) { // a \u0000 escape: UTF-8 was checked on the raw body
+		path := w.path()
 		return fieldErr(apperr.InvalidEncoding, path, "%s holds a NUL (\\u0000)", label(path))
 	}
-	rules := s.Rules("string")
+	if w.soft != nil {
+		return nil // only the first broken rule is reported
+	}
+	rules := rulesOf(s, "string")
 	if r, ok := textcheck.FirstHidden(v); ok {
+		path := w.path()
 		w.fail(rules, apperr.InvalidCharacters, path, "%s holds the character %U; control and invisible formatting characters are not allowed", label(path), r)
+		return nil
 	}
 	for _, r := range rules {
 		if r.MaxLength != nil && utf8.RuneCountInString(v) > *r.MaxLength {
+			path := w.path()
 			w.fail(rules, apperr.TooLong, path, "%s is longer than %d characters", label(path), *r.MaxLength)
+			return nil
 		}
 		if !r.MatchString(v) {
+			path := w.path()
 			w.fail(rules, apperr.InvalidType, path, "%s must match %s", label(path), r.Pattern)
+			return nil
 		}
 	}
 	return nil
@@ -165,13 +214,6 @@ func (w *jsonWalker) fail(rules []*openapi.Schema, code, path, format string, ar
 		}
 	}
 	w.soft = fieldErr(code, path, format, args...)
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 func label(path string) string {

@@ -3,11 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/xpromo/xpromo/server/apperr"
 )
 
 // The MCP endpoint. The tools (package mcpserver) call the REST API through
@@ -26,17 +30,92 @@ type mcpRequestKey struct{}
 // key, else per IP; as a write, since it is a POST). The REST call its tool
 // makes in-process is not counted a second time (see rateLimit).
 //
-// The body is limited to MaxBodyBytes, like a REST body. Authentication is
-// the REST API's: h passes the request's Authorization header through to the
-// REST call, which refuses a bad key with 401 unauthorized as a tool error.
+// The body is bounded like a REST body before h (mcp-go, which reads it
+// whole and decodes it with encoding/json) sees it (checkMCPBody): at most
+// MaxBodyBytes, within jsonbound.Request, and one JSON-RPC message, not a
+// batch. A refusal is a JSON-RPC error without id, as the MCP specification
+// has a server answer a message it cannot take (docs/mcp.md). Authentication
+// is the REST API's: h passes the request's Authorization header through to
+// the REST call, which refuses a bad key with 401 unauthorized as a tool
+// error.
 func (s *Server) MountMCP(h http.Handler) {
 	serve := func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		if r.Method == http.MethodPost {
+			raw, status, refusal := readMCPBody(w, r)
+			if refusal != nil {
+				writeMCPRefusal(w, status, refusal)
+				return
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+		} else {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpRequestKey{}, r)))
 	}
 	mcp := s.router.With(s.realIP, s.identify, s.rateLimit)
 	mcp.Post("/mcp", serve)
 	mcp.Delete("/mcp", serve)
+}
+
+// JSON-RPC 2.0's error codes for a message that is not JSON and one that is
+// not a valid request.
+const (
+	jsonRPCParseError     = -32700
+	jsonRPCInvalidRequest = -32600
+)
+
+// mcpRefusal is a JSON-RPC error answering a body /mcp does not take. Its
+// data carries the catalogued code the REST API would answer (json_too_deep,
+// body_too_large, …), when there is one.
+type mcpRefusal struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    *struct {
+		Code string `json:"code"`
+	} `json:"data,omitempty"`
+}
+
+// readMCPBody reads the body of a POST to /mcp and checks it: at most
+// MaxBodyBytes (413), within jsonbound.Request (400), and one message, not
+// a JSON-RPC batch (400): MCP's Streamable HTTP transport sends one message
+// per POST since revision 2025-06-18, and mcp-go takes no batch, so the
+// bound on a batch is one.
+func readMCPBody(w http.ResponseWriter, r *http.Request) ([]byte, int, *mcpRefusal) {
+	raw, err := readBody(w, r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, http.StatusRequestEntityTooLarge, newMCPRefusal(jsonRPCInvalidRequest, apperr.BodyTooLarge, fmt.Sprintf("the request body is larger than %d bytes", MaxBodyBytes))
+		}
+		return nil, http.StatusBadRequest, newMCPRefusal(jsonRPCParseError, "", "the request body could not be read: "+err.Error())
+	}
+	if e := checkBound(raw); e != nil {
+		return nil, http.StatusBadRequest, newMCPRefusal(jsonRPCInvalidRequest, e.Code, e.Message)
+	}
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		return nil, http.StatusBadRequest, newMCPRefusal(jsonRPCInvalidRequest, "", "a JSON-RPC batch is not accepted: send one message per POST (MCP Streamable HTTP, revision 2025-06-18 and later)")
+	}
+	return raw, 0, nil
+}
+
+func newMCPRefusal(rpcCode int, code, message string) *mcpRefusal {
+	m := &mcpRefusal{Code: rpcCode, Message: message}
+	if code != "" {
+		m.Data = &struct {
+			Code string `json:"code"`
+		}{code}
+	}
+	return m
+}
+
+// writeMCPRefusal answers status with a JSON-RPC error response whose id is
+// null: the message it refuses was never read.
+func writeMCPRefusal(w http.ResponseWriter, status int, m *mcpRefusal) {
+	writeJSON(w, status, struct {
+		JSONRPC string      `json:"jsonrpc"`
+		ID      *int        `json:"id"`
+		Error   *mcpRefusal `json:"error"`
+	}{"2.0", nil, m})
 }
 
 // servingMCP reports whether ctx belongs to a REST call made for a request

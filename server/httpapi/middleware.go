@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -185,3 +187,67 @@ func (s *Server) announceMode(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// DefaultBodyReaders is how many requests may send a body at once when
+// Config.BodyReaders is 0 (docs/limits.md, "The process guard").
+const DefaultBodyReaders = 256
+
+// bodyGate bounds the request bodies the process holds at once. A request
+// with a body (a Content-Length over 0, or chunked) takes one of the
+// server's body slots, reads its body whole (at most MaxBodyBytes) and holds
+// the slot until it is answered; with every slot taken it is answered 503
+// unavailable with Retry-After at once, before a byte of its body is read.
+// So however many clients send bodies, the bytes held for them are at most
+// BodyReaders × MaxBodyBytes, and the walks over them at most BodyReaders.
+//
+// The body is handed on as read: a later reader (decodeJSON, idempotent,
+// the /mcp handler) reads it from memory and applies its own limit as
+// before. A body longer than MaxBodyBytes, or whose reading failed, is
+// handed on as what was read followed by the rest (or the error), so those
+// refusals stay the operation's own. A declared Content-Length over the
+// limit is refused by the input policy without reading, so it takes no
+// slot; nor does a call the server makes to itself for a tool of /mcp,
+// whose /mcp request holds one already.
+func (s *Server) bodyGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ContentLength > MaxBodyBytes || servingMCP(r.Context()) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case s.bodySlots <- struct{}{}:
+		default:
+			retry := s.now().Add(time.Second)
+			e := apperr.New(apperr.Unavailable, "the server is reading as many request bodies as it allows at once (%d); retry shortly", cap(s.bodySlots))
+			e.RetryAfter = &retry
+			s.writeErr(w, r, e)
+			return
+		}
+		defer func() { <-s.bodySlots }()
+		size := int64(512)
+		if r.ContentLength > 0 {
+			size = r.ContentLength + 1 // one more, so that reading ends at EOF in one go
+		}
+		buf := bytes.NewBuffer(make([]byte, 0, size))
+		_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxBodyBytes+1))
+		var rest io.Reader = r.Body
+		if err != nil {
+			rest = errReader{err}
+		}
+		read := buf.Len()
+		r.Body = readCloser{io.MultiReader(buf, rest), r.Body}
+		if err == nil && read <= MaxBodyBytes {
+			r.ContentLength = int64(read)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/jsonbound"
 	"github.com/xpromo/xpromo/server/openapi"
 )
 
@@ -55,7 +56,14 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 // decodeBody decodes raw into dst under the input policy, in one pass
 // (decodeFast) when the body is accepted and the one pass handles it, else
 // in the two that word every refusal (decodeTwoPass).
+//
+// Both walks recurse per level of nesting, so the body's structure is
+// bounded first (checkBound): no walk ever sees a body deeper, wider or with
+// longer keys than jsonbound.Request.
 func decodeBody(raw []byte, schema *openapi.Schema, dst any) error {
+	if err := checkBound(raw); err != nil {
+		return err
+	}
 	if decodeFast(raw, schema, dst) {
 		return nil
 	}
@@ -69,7 +77,13 @@ func decodeBody(raw []byte, schema *openapi.Schema, dst any) error {
 
 // decodeTwoPass is the input policy's walk over raw (checkJSON), then
 // encoding/json's decode: the reference decodeFast is fuzzed against.
+//
+// It bounds the body's structure first too, as decodeBody does, so that the
+// reference and the path it checks refuse the same bodies.
 func decodeTwoPass(raw []byte, schema *openapi.Schema, dst any) error {
+	if err := checkBound(raw); err != nil {
+		return err
+	}
 	hard, soft := checkJSON(raw, schema)
 	if hard != nil {
 		return hard
@@ -102,6 +116,28 @@ func decodeTwoPass(raw []byte, schema *openapi.Schema, dst any) error {
 		return apperr.New(apperr.MalformedJSON, "the body is not valid JSON: %v", err)
 	default:
 		return apperr.New(apperr.MalformedJSON, "the body could not be read as JSON: %v", err)
+	}
+}
+
+// checkBound applies jsonbound.Request to a JSON body (a request's, or a
+// message to /mcp): the catalogued refusal of the first limit it breaks, or
+// nil.
+func checkBound(raw []byte) *apperr.Error {
+	err := jsonbound.Check(raw, jsonbound.Request)
+	if err == nil {
+		return nil
+	}
+	var b *jsonbound.Error
+	if !errors.As(err, &b) {
+		return apperr.New(apperr.MalformedJSON, "the body is not valid JSON: %v", err)
+	}
+	switch b.Kind {
+	case jsonbound.TooDeep:
+		return apperr.New(apperr.JSONTooDeep, "the body nests arrays and objects deeper than %d levels (at byte %d)", b.Limit, b.Offset)
+	case jsonbound.TooWide:
+		return apperr.New(apperr.JSONTooWide, "the body holds more than %d values: arrays, objects, array items and object fields (at byte %d)", b.Limit, b.Offset)
+	default:
+		return apperr.New(apperr.JSONKeyTooLong, "the body has an object key longer than %d bytes (at byte %d)", b.Limit, b.Offset)
 	}
 }
 

@@ -46,6 +46,9 @@ type Config struct {
 	Mode     string // ModeTest or ModeLive; test mode is announced on every response
 	// ReadyTimeout bounds the store ping of /readyz; 0 means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// BodyReaders is how many requests may send a body at once (bodyGate;
+	// the rest are answered 503); 0 means DefaultBodyReaders.
+	BodyReaders int
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -59,6 +62,7 @@ type Server struct {
 	readyTimeout time.Duration
 	router       *chi.Mux
 	services     Services // set by MountAPI
+	bodySlots    chan struct{}
 }
 
 // New builds the server with its middleware and operational routes.
@@ -89,13 +93,18 @@ func New(cfg Config) *Server {
 	if s.readyTimeout <= 0 {
 		s.readyTimeout = DefaultReadyTimeout
 	}
+	if cfg.BodyReaders <= 0 {
+		cfg.BodyReaders = DefaultBodyReaders
+	}
+	s.bodySlots = make(chan struct{}, cfg.BodyReaders)
 	s.metrics = newMetrics(s.registry)
 
 	r := chi.NewRouter()
 	// Order matters: the request id must exist before anything logs; the
 	// access log and metrics wrap recovery so a recovered panic is counted
-	// and logged as the 500 it became.
-	r.Use(s.requestID, s.observe, s.recoverer, s.announceMode, middleware.GetHead)
+	// and logged as the 500 it became. bodyGate bounds the bodies read at
+	// once, before any route reads one.
+	r.Use(s.requestID, s.observe, s.recoverer, s.announceMode, s.bodyGate, middleware.GetHead)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

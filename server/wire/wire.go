@@ -91,6 +91,9 @@ type Config struct {
 	// "*") allowed to call /mcp besides loopback ones and the base URL's;
 	// their hosts are accepted in the Host header too (docs/mcp.md).
 	MCPAllowedOrigins []string
+	// BodyReaders: requests that may send a body at once
+	// (httpapi.Config.BodyReaders); 0: httpapi.DefaultBodyReaders.
+	BodyReaders int
 	// CategoriesFile is the operator's categories and floors (JSON, see
 	// docs/marketplace.md); "" uses the catalogue shipped with the server.
 	CategoriesFile string
@@ -210,7 +213,8 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	// The REST API's records of requests made by an MCP tool call also go
 	// to that MCP session (logging/setLevel, docs/mcp.md).
 	apiLog := slog.New(mcpserver.ForwardLogs(cfg.Logger.Handler()))
-	srv := httpapi.New(httpapi.Config{Store: store, Logger: apiLog, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode})
+	srv := httpapi.New(httpapi.Config{Store: store, Logger: apiLog, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode,
+		BodyReaders: cfg.BodyReaders})
 	svc := httpapi.Services{
 		AdminToken:     cfg.AdminToken,
 		Guide:          guide.Markdown,

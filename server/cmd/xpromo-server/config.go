@@ -84,6 +84,9 @@ type config struct {
 	PprofAddr string
 	// The reputation signals' sources (docs/reputation.md, "The scoring job").
 	Scoring wire.ScoringConfig
+	// Guard: the process's memory limit, body slots and read deadlines
+	// (guard.go; docs/operations.md, "The process guard").
+	Guard guardConfig
 }
 
 // maxJobConcurrency bounds --job-concurrency: each running job may hold a
@@ -151,6 +154,11 @@ var settings = []setting{
 	{flag: "group-commit-batch", env: "XPROMO_GROUP_COMMIT_BATCH", def: "0", usage: "most claims in one shared transaction; 0: the store's default (SQLite 256, PostgreSQL 32)", serveOnly: true},
 	{flag: "group-commit-in-flight", env: "XPROMO_GROUP_COMMIT_IN_FLIGHT", def: "0", usage: "PostgreSQL: shared transactions running at once; 0: the default (4). SQLite always runs one (one writer)", serveOnly: true},
 	{flag: "pprof-addr", env: "XPROMO_PPROF_ADDR", def: "", usage: "loopback address (127.0.0.1:port) serving Go's profiler at /debug/pprof/ for profiling under load; empty: off", serveOnly: true},
+	// The process guard (docs/operations.md, "The process guard").
+	{flag: "memory-limit", env: "XPROMO_MEMORY_LIMIT", def: "auto", usage: "the Go runtime's soft memory limit this process sets itself: a size (e.g. 2GiB, 512MiB), off, or auto (GOMEMLIMIT when set, else 3/4 of the cgroup's or the machine's memory)", serveOnly: true},
+	{flag: "body-readers", env: "XPROMO_BODY_READERS", def: "256", usage: "requests that may send a body (read whole, at most 1 MiB) at once; the rest are answered 503 unavailable with Retry-After", serveOnly: true},
+	{flag: "read-timeout", env: "XPROMO_READ_TIMEOUT", def: "30s", usage: "time a client has to send a request's headers and body (Go duration); a slower one is cut off", serveOnly: true},
+	{flag: "read-header-timeout", env: "XPROMO_READ_HEADER_TIMEOUT", def: "10s", usage: "time a client has to send a request's headers (Go duration), at most --read-timeout", serveOnly: true},
 	{flag: "trusted-proxies", env: "XPROMO_TRUSTED_PROXIES", def: "", usage: "comma-separated CIDR prefixes (or addresses) of proxies whose X-Forwarded-For is believed; empty: none", serveOnly: true},
 	// The vetting gate (docs/gate.md).
 	{flag: "gate-roots-file", env: "XPROMO_GATE_ROOTS_FILE", def: "", usage: "PEM file of the code-signing roots app downloads must chain to (Microsoft code-signing roots, Apple Root CA); empty: no real download is trusted (gate_untrusted_signer); required in live mode", serveOnly: true},
@@ -399,6 +407,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 		return cfg, err
 	}
 	if err := scoringConfig(&cfg, get, source); err != nil {
+		return cfg, err
+	}
+	if err := parseGuard(&cfg, get, source); err != nil {
 		return cfg, err
 	}
 	if cfg.Mode == httpapi.ModeLive && cfg.AdminToken != "" && len(cfg.AdminToken) < minLiveAdminToken {

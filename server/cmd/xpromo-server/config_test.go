@@ -33,7 +33,7 @@ func TestConfigDefaults(t *testing.T) {
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
 		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200, GroupCommitAuto: true,
-		Gate: defaultGate, Scoring: defaultScoring,
+		Gate: defaultGate, Scoring: defaultScoring, Guard: defaultGuard,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
 }
@@ -105,7 +105,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
 		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200, GroupCommitAuto: true,
-		Gate: defaultGate, Scoring: defaultScoring,
+		Gate: defaultGate, Scoring: defaultScoring, Guard: defaultGuard,
 	}, cfg)
 }
 

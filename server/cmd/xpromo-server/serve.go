@@ -26,6 +26,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(cfg, p.stderr)
+	applyMemoryLimit(cfg.Guard, p.env, log)
 	if cfg.Mode == httpapi.ModeTest {
 		log.Warn("TEST MODE: payments are simulated, API keys are xp_test_, payouts are fake and x402 uses the testnet; never run test mode in production (set --mode live)")
 	}
@@ -97,6 +98,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		Lifecycle:              cfg.Lifecycle,
 		CanaryRate:             cfg.CanaryRate,
 		MCPAllowedOrigins:      cfg.MCPAllowedOrigins,
+		BodyReaders:            cfg.Guard.BodyReaders,
 		Instance:               instance,
 
 		WebhooksAllowLoopback: cfg.WebhooksAllowLoopback,
@@ -114,8 +116,11 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		return exitCode(exitFail)
 	}
 	srv := &http.Server{
-		Handler:           built.HTTP,
-		ReadHeaderTimeout: 10 * time.Second, // slowloris
+		Handler: built.HTTP,
+		// A slow client holds a body slot at most ReadTimeout (slowloris;
+		// docs/operations.md, "The process guard").
+		ReadHeaderTimeout: cfg.Guard.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Guard.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Requests do not inherit ctx: a signal must let them finish
