@@ -50,7 +50,7 @@ const AppRole = "xpromo_app"
 
 // DB is an open PostgreSQL store. It implements ledger.Store.
 type DB struct {
-	reader // ledger.Reader on the pool
+	reader  // ledger.Reader on the pool
 	pool    *pgxpool.Pool
 	group   *groupcommit.Committer[storage.Tx]
 	metrics *metrics

@@ -28,13 +28,13 @@ import (
 // it cuts a connection when the client sends a chosen text (before
 // relaying it), and refuses connections while down.
 type proxy struct {
-	ln    net.Listener
-	to    string
+	ln      net.Listener
+	to      string
 	cutOn   atomic.Pointer[string]
 	cutNext atomic.Bool // cut at the next thing the client sends
 	down    atomic.Bool
-	mu    sync.Mutex
-	conns []net.Conn
+	mu      sync.Mutex
+	conns   []net.Conn
 }
 
 func newProxy(t *testing.T, dbURL string) (*proxy, string) {
