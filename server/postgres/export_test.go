@@ -12,5 +12,3 @@ func ExecIn(ctx context.Context, in storage.Tx, sql string, args ...any) error {
 	return err
 }
 
-// Notice is onNotice, for tests of the synchronous-replication warning.
-var Notice = onNotice

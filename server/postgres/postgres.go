@@ -440,8 +440,9 @@ func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Contex
 // (counted by class), else nil. A connection that answered from a read-only
 // node is marked for the pool to drop (keepConn).
 func (db *DB) classify(ctx context.Context, conn *pgx.Conn, err error, rerun bool) *errUnavailable {
+	gone := conn == nil || conn.IsClosed()
 	// A statement that ran past statement_timeout would only do so again.
-	u := unavailable(ctx, err, rerun && unavailableClass(ctx, err) != classTimeout)
+	u := unavailable(ctx, err, gone, rerun && unavailableClass(ctx, err, gone) != classTimeout)
 	if u == nil {
 		return nil
 	}

@@ -43,8 +43,11 @@ const unavailableFor = 30 * time.Second
 
 // unavailableClass returns the failure class of err when it means the
 // database (not the request) failed, else "". A failure of the caller's own
-// context is the caller's: the HTTP layer answers it.
-func unavailableClass(ctx context.Context, err error) string {
+// context is the caller's: the HTTP layer answers it. A network error counts
+// only with connGone (the connection failed, which pgx closes it for, or
+// none was had): one that work inside the transaction met elsewhere (an
+// outside call) is not the database's.
+func unavailableClass(ctx context.Context, err error, connGone bool) string {
 	if err == nil || ctx.Err() != nil {
 		return ""
 	}
@@ -67,7 +70,10 @@ func unavailableClass(ctx context.Context, err error) string {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	switch {
-	case errors.As(err, &ce), errors.As(err, &ne),
+	case errors.As(err, &ce):
+		return classConnection
+	case !connGone:
+	case errors.As(err, &ne),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
 		return classConnection
@@ -99,12 +105,12 @@ func (e *errUnavailable) app() *apperr.Error {
 
 // unavailable returns err as an *errUnavailable when it is one of the
 // classes above (an *errUnavailable stays as it is), else nil.
-func unavailable(ctx context.Context, err error, rerun bool) *errUnavailable {
+func unavailable(ctx context.Context, err error, connGone, rerun bool) *errUnavailable {
 	var u *errUnavailable
 	if errors.As(err, &u) {
 		return u
 	}
-	if c := unavailableClass(ctx, err); c != "" {
+	if c := unavailableClass(ctx, err, connGone); c != "" {
 		return &errUnavailable{class: c, rerun: rerun, err: err}
 	}
 	return nil
