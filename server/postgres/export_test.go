@@ -11,4 +11,3 @@ func ExecIn(ctx context.Context, in storage.Tx, sql string, args ...any) error {
 	_, err := in.(*tx).exec(ctx, sql, args...)
 	return err
 }
-
