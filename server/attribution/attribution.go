@@ -21,6 +21,7 @@ import (
 	"crypto/ed25519"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	token "github.com/xpromo/xpromo/sdk/attribution"
@@ -267,6 +268,10 @@ type Tx interface {
 	AppOutbox(ctx context.Context, appID string) ([]outbox.Event, error)
 	// AddFillCounts adds counts to the stored per-day fill counters.
 	AddFillCounts(ctx context.Context, counts []FillCount) error
+	// RecordFillFlush records the flush id at `at` and deletes the records
+	// older than two days before it; it reports false, recording nothing,
+	// when id is recorded already (its counts were stored).
+	RecordFillFlush(ctx context.Context, id string, at time.Time) (bool, error)
 	// AddCanaryCounts adds counts to the stored per-day counters of
 	// canaries served (the canary check, canary.go).
 	AddCanaryCounts(ctx context.Context, counts []CanaryCount) error
@@ -372,6 +377,8 @@ type Service struct {
 
 	fills    counter[fillKey]
 	canaries counter[canaryDay]
+	flushMu  sync.Mutex // one FlushFills at a time
+	unsure   *fillFlush // a flush whose outcome is not known, run again first
 	cache    appCache
 	clicks   clickIDs
 }

@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/txunit"
 )
 
@@ -266,13 +268,6 @@ func (c *counter[K]) sum(match func(K) bool) int64 {
 	return n
 }
 
-// putBack adds counts that could not be stored back, for the next flush.
-func (c *counter[K]) putBack(counts map[K]int64) {
-	for k, n := range counts {
-		c.add(k, n)
-	}
-}
-
 type fillKey struct {
 	day                             time.Time
 	campaign, advertiser, publisher string
@@ -283,37 +278,87 @@ type canaryDay struct {
 	app string
 }
 
+// fillFlush is one flush of the counters: its counts and its id.
+type fillFlush struct {
+	id       string
+	fills    map[fillKey]int64
+	canaries map[canaryDay]int64
+}
+
 // FlushFills stores, in one transaction, the fills counted since the last
 // flush (Stats' impressions read them) and the canaries served (canary.go).
-// When storing fails the counts are kept for the next flush. The server
-// flushes every few seconds and at shutdown.
+// The server flushes every few seconds and at shutdown.
+//
+// A flush is idempotent: its transaction records its id (RecordFillFlush),
+// and a flush that failed is run again, as it was, before the counts taken
+// since, so that one whose COMMIT went unanswered (a failover: it may have
+// committed) adds nothing the second time. Rows are written in key order,
+// so that instances flushing at once lock them in one order and never
+// deadlock.
 func (s *Service) FlushFills(ctx context.Context) error {
-	fills, canaries := s.fills.take(), s.canaries.take()
-	if len(fills) == 0 && len(canaries) == 0 {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if f := s.unsure; f != nil {
+		if err := s.flush(ctx, f); err != nil {
+			return err
+		}
+		s.unsure = nil
+	}
+	f := &fillFlush{id: ids.New("flush"), fills: s.fills.take(), canaries: s.canaries.take()}
+	if len(f.fills) == 0 && len(f.canaries) == 0 {
 		return nil
 	}
-	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
-		if len(fills) > 0 {
-			counts := make([]FillCount, 0, len(fills))
-			for k, n := range fills {
+	if err := s.flush(ctx, f); err != nil {
+		s.unsure = f
+		return err
+	}
+	return nil
+}
+
+// unflushed is the count of the fills match accepts in a flush not known
+// to be stored (counted as not stored yet).
+func (s *Service) unflushed(match func(fillKey) bool) int64 {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	var n int64
+	if f := s.unsure; f != nil {
+		for k, v := range f.fills {
+			if match(k) {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+func (s *Service) flush(ctx context.Context, f *fillFlush) error {
+	return s.Update(ctx, func(ctx context.Context, tx Tx) error {
+		fresh, err := tx.RecordFillFlush(ctx, f.id, s.now())
+		if err != nil || !fresh {
+			return err // !fresh: stored by an earlier run whose answer was lost
+		}
+		if len(f.fills) > 0 {
+			counts := make([]FillCount, 0, len(f.fills))
+			for k, n := range f.fills {
 				counts = append(counts, FillCount{Day: k.day, CampaignID: k.campaign, AdvertiserAppID: k.advertiser, PublisherAppID: k.publisher, Count: n})
 			}
+			slices.SortFunc(counts, func(a, b FillCount) int {
+				return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.CampaignID, b.CampaignID), cmp.Compare(a.PublisherAppID, b.PublisherAppID))
+			})
 			if err := tx.AddFillCounts(ctx, counts); err != nil {
 				return err
 			}
 		}
-		if len(canaries) > 0 {
-			counts := make([]CanaryCount, 0, len(canaries))
-			for k, n := range canaries {
+		if len(f.canaries) > 0 {
+			counts := make([]CanaryCount, 0, len(f.canaries))
+			for k, n := range f.canaries {
 				counts = append(counts, CanaryCount{Day: k.day, AppID: k.app, Count: n})
 			}
+			slices.SortFunc(counts, func(a, b CanaryCount) int {
+				return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.AppID, b.AppID))
+			})
 			return tx.AddCanaryCounts(ctx, counts)
 		}
 		return nil
 	})
-	if err != nil {
-		s.fills.putBack(fills)
-		s.canaries.putBack(canaries)
-	}
-	return err
 }

@@ -89,9 +89,10 @@ func addCounts(a, b map[string]int64) map[string]int64 {
 // pendingFills is the number of fills of an advertiser's campaigns
 // counted in memory, not flushed yet, on days overlapping [from, to].
 func (s *Service) pendingFills(advertiserAppID string, from, to time.Time) int64 {
-	return s.fills.sum(func(k fillKey) bool {
+	match := func(k fillKey) bool {
 		return k.advertiser == advertiserAppID && !k.day.Before(day(from)) && !k.day.After(to)
-	})
+	}
+	return s.fills.sum(match) + s.unflushed(match)
 }
 
 // roundHalfUp is n/d rounded half up, for non-negative n and positive d.

@@ -201,12 +201,13 @@ const maxUnitAttempts = 10
 // conflicts rolls back and the request runs again, afresh.
 func (s *Server) runClaimed(next http.Handler, w http.ResponseWriter, r *http.Request, body []byte, claim *idempotency.Claim) {
 	svc := s.services.Idempotency
+	defer svc.Done(claim) // from now on, a claim left in_progress is abandoned
 	// The claim outlives the request: storing or releasing it must happen
 	// even when the client has gone.
 	bg := context.WithoutCancel(r.Context())
 	release := func() {
 		if err := svc.Release(bg, claim); err != nil {
-			s.log.LogAttrs(bg, levelError, "releasing an idempotency key", errAttr(err), attrRequestID(bg))
+			s.log.LogAttrs(bg, levelWarn, "releasing an idempotency key failed; retried in the background", errAttr(err), attrRequestID(bg))
 		}
 	}
 	before := w.Header().Clone()
@@ -217,6 +218,10 @@ func (s *Server) runClaimed(next http.Handler, w http.ResponseWriter, r *http.Re
 			return // answered
 		}
 		if retry && attempt < maxUnitAttempts && r.Context().Err() == nil {
+			// Not a failure of the request: its next run answers.
+			reason := retryReason(err)
+			s.metrics.retry(reason)
+			s.log.LogAttrs(bg, slog.LevelDebug, "request run again", slog.String("reason", reason), slog.Int("attempt", attempt), errAttr(err), attrRequestID(bg))
 			t := time.NewTimer(unitBackoff(attempt))
 			select {
 			case <-r.Context().Done():
@@ -226,7 +231,7 @@ func (s *Server) runClaimed(next http.Handler, w http.ResponseWriter, r *http.Re
 			continue
 		}
 		release()
-		if retry {
+		if retry && !apperr.Is(err, apperr.Unavailable) {
 			err = apperr.New(apperr.Conflict, "the request conflicted with concurrent ones %d times; retry it (with the same Idempotency-Key)", attempt)
 		}
 		s.writeErr(w, r, err)
@@ -257,7 +262,7 @@ func (s *Server) settle(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			// found): nothing of the request is left to commit with it, so
 			// it is stored on its own (the unit has ended).
 			if _, err := svc.Finish(bg, claim, s.response(before, rec)); err != nil {
-				s.log.LogAttrs(bg, levelError, "storing an idempotent response; a retry runs the request again", errAttr(err), attrRequestID(bg))
+				s.log.LogAttrs(bg, levelWarn, "storing an idempotent response failed; a retry runs the request again", errAttr(err), attrRequestID(bg))
 				release()
 			}
 		default:
@@ -300,7 +305,7 @@ func (s *Server) settle(ctx context.Context, w http.ResponseWriter, r *http.Requ
 // (onPanic) before the panic goes on to the recoverer.
 func (s *Server) runUnit(next http.Handler, w http.ResponseWriter, r *http.Request, body []byte, claim *idempotency.Claim, onPanic func()) (context.Context, *recorder, *txunit.Unit) {
 	ctx, unit := txunit.Begin(idempotency.WithRef(r.Context(), claim.Ref()))
-	rec := &recorder{header: w.Header().Clone()}
+	rec := &recorder{header: w.Header().Clone(), deferLogs: true}
 	in := r.WithContext(ctx)
 	in.Body = io.NopCloser(bytes.NewReader(body))
 	finished := false
@@ -316,6 +321,15 @@ func (s *Server) runUnit(next http.Handler, w http.ResponseWriter, r *http.Reque
 		rec.status = http.StatusOK // nothing written: net/http would send 200
 	}
 	return ctx, rec, unit
+}
+
+// retryReason labels a run of a keyed request that is run again:
+// unavailable (the database failed before anything committed) or conflict.
+func retryReason(err error) string {
+	if apperr.Is(err, apperr.Unavailable) {
+		return "unavailable"
+	}
+	return "conflict"
 }
 
 // unitBackoff is the pause before running a conflicted request again: 1–2 ms
@@ -349,6 +363,9 @@ func send(w http.ResponseWriter, rec *recorder) {
 	}
 	w.WriteHeader(rec.status)
 	w.Write(rec.body.Bytes())
+	for _, log := range rec.logs {
+		log()
+	}
 }
 
 // idempotencyScope keeps one caller's keys apart from another's: the API
@@ -410,6 +427,10 @@ type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	// deferLogs: a keyed request's run, whose failures are logged once
+	// its answer is sent (logs, run by send), not when it is retried.
+	deferLogs bool
+	logs      []func()
 }
 
 func (r *recorder) Header() http.Header { return r.header }

@@ -25,6 +25,7 @@ func NewRegistry() *prometheus.Registry {
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	retries  *prometheus.CounterVec
 	series   sync.Map // seriesKey → *series
 }
 
@@ -39,8 +40,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to serve HTTP requests, by method and chi route pattern.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route"})),
+		retries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "xpromo_http_request_retries_total",
+			Help: "Runs of keyed requests (Idempotency-Key) run again inside the server, by reason: conflict, unavailable. The client saw only the last run's answer.",
+		}, []string{"reason"})),
 	}
 }
+
+// retry counts one run of a keyed request that is run again.
+func (m *metrics) retry(reason string) { m.retries.WithLabelValues(reason).Inc() }
 
 // register registers c, or returns the identical collector already registered
 // (two servers sharing one registry share the series instead of panicking).

@@ -195,7 +195,13 @@ const maxMessageRunes = 1000
 // writeErr answers with err as the API's Error body. Errors without an
 // application code are logged and answered as a 500 that reveals nothing,
 // unless the client has gone: then the request is a client abort (INFO,
-// status 499 in the access log) and no answer is written.
+// status 499 in the access log) and no answer is written. A request that ran
+// out of its deadline (--request-timeout) answers 503 unavailable, and every
+// unavailable answer carries retry_after and Retry-After.
+//
+// Only a failure that reaches the client is logged as an error: written
+// into the recorder of a keyed request's run (runUnit), the log line waits
+// for that answer to be sent, and a run that is retried drops it.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var e *apperr.Error
 	isApp := errors.As(err, &e)
@@ -207,27 +213,74 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		// connection quietly; idempotent releases the key.
 		panic(http.ErrAbortHandler)
 	}
+	if !isApp && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+		e, isApp = apperr.New(apperr.Unavailable, "the request did not finish within the server's deadline; retry after retry_after"), true
+	}
+	requestID := w.Header().Get(RequestIDHeader)
 	if !isApp {
-		s.log.ErrorContext(r.Context(), "internal error", "err", err, "request_id", w.Header().Get(RequestIDHeader))
-		writeError(w, http.StatusInternalServerError, apperr.Internal, "internal error; quote request id "+w.Header().Get(RequestIDHeader))
+		s.logFailure(w, r, "internal error", slog.String("err", err.Error()), slog.String("request_id", requestID))
+		writeError(w, http.StatusInternalServerError, apperr.Internal, "internal error; quote request id "+requestID)
 		return
 	}
 	status := apperr.HTTPStatus(e)
 	if status >= 500 {
-		s.log.ErrorContext(r.Context(), "server error", "code", e.Code, "err", e.Message, "request_id", w.Header().Get(RequestIDHeader))
+		s.logFailure(w, r, "server error", slog.String("code", e.Code), slog.String("err", e.Message), slog.String("cause", errDetail(err)), slog.String("request_id", requestID))
+	}
+	retryAfter := e.RetryAfter
+	if retryAfter == nil && e.Code == apperr.Unavailable {
+		t := s.now().Add(unavailableRetryAfter)
+		retryAfter = &t
 	}
 	body := errorBody{Error: errorDetail{Code: e.Code, Message: clip(e.Message)}}
-	if e.RetryAfter != nil {
+	if retryAfter != nil {
 		// RFC3339Nano keeps a fraction of a second when there is one, so
 		// retry_after is never rounded earlier than the instant it names.
-		ts := e.RetryAfter.UTC().Format(time.RFC3339Nano)
+		ts := retryAfter.UTC().Format(time.RFC3339Nano)
 		body.Error.RetryAfter = &ts
 		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-			secs := max(1, int(e.RetryAfter.Sub(s.now()).Seconds()+0.999))
+			secs := max(1, int(retryAfter.Sub(s.now()).Seconds()+0.999))
 			w.Header().Set("Retry-After", fmt.Sprint(secs))
 		}
 	}
 	writeJSON(w, status, body)
+}
+
+// unavailableRetryAfter is the retry_after of an unavailable answer that
+// names none: a failover takes seconds, and clients back off from there.
+const unavailableRetryAfter = time.Second
+
+// logFailure logs a 5xx answer at ERROR, now or, in a keyed request's run, once the answer is sent.
+func (s *Server) logFailure(w http.ResponseWriter, r *http.Request, msg string, attrs ...slog.Attr) {
+	ctx := r.Context()
+	emit := func() { s.log.LogAttrs(ctx, levelError, msg, attrs...) }
+	if rec, ok := w.(*recorder); ok && rec.deferLogs {
+		rec.logs = append(rec.logs, emit)
+		return
+	}
+	emit()
+}
+
+// errDetail is err's text with the causes an application error carries
+// (the database error behind a 503), for the log; clients get the message.
+func errDetail(err error) string {
+	var parts []string
+	var walk func(error)
+	walk = func(err error) {
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case *apperr.Error:
+		default:
+			parts = append(parts, err.Error())
+		}
+	}
+	walk(err)
+	if len(parts) == 0 {
+		return err.Error()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // clientGone reports whether err is the failure of a request its client

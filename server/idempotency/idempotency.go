@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/xpromo/xpromo/server/apperr"
@@ -109,6 +110,9 @@ type Service struct {
 	// instance (storage.InstanceHolder); "" records no holder, and
 	// abandoned claims wait out their lease.
 	Holder string
+
+	mu      sync.Mutex
+	running map[string]bool // ids of the claims this process is running (Begin to Done)
 }
 
 // Claim is a held key: the request it guards may run. Finish or Release it.
@@ -118,6 +122,7 @@ type Claim struct {
 	ID      string    // the claim's random id
 	Expires time.Time // when the key is forgotten
 	seal    cipher.AEAD
+	taken   time.Time // when Begin took it (real time: it paces background releases)
 }
 
 // Ref is the reference the claimed request runs under (WithRef).
@@ -205,6 +210,14 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 	aead := seal(scope, idempotencyKey)
 	var claim *Claim
 	var replay *Response
+	var tried []string // claim ids of the attempts, tracked as running
+	defer func() {
+		for _, id := range tried {
+			if claim == nil || id != claim.ID {
+				s.untrack(id)
+			}
+		}
+	}()
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		claim, replay = nil, nil
 		now := s.Now().UTC().Truncate(time.Microsecond) // as stored
@@ -212,6 +225,10 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 			Scope: scope, Key: key, Claim: newClaimID(), Holder: s.Holder, Fingerprint: fingerprint, State: InProgress,
 			CreatedAt: now, ExpiresAt: now.Add(s.ttl()),
 		}
+		// Tracked before the claim commits: a retry of this key in this
+		// process must not find it abandoned in between.
+		s.track(r.Claim)
+		tried = append(tried, r.Claim)
 		inserted, err := tx.InsertIdempotencyKey(ctx, r)
 		if err != nil {
 			return err
@@ -228,8 +245,14 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 			}
 			expired := !now.Before(old.ExpiresAt)
 			abandoned := old.State == InProgress && !now.Before(old.CreatedAt.Add(s.lease()))
-			if !expired && !abandoned && old.State == InProgress && old.Holder != s.Holder &&
-				bytes.Equal(old.Fingerprint, fingerprint) {
+			switch {
+			case expired || abandoned || old.State != InProgress || !bytes.Equal(old.Fingerprint, fingerprint):
+			case old.Holder != "" && old.Holder == s.Holder:
+				// This process's own claim: abandoned unless one of its
+				// requests still runs it (a run that failed while the
+				// database was away could not release it).
+				abandoned = !s.isRunning(old.Claim)
+			case old.Holder != s.Holder:
 				alive, err := tx.IdempotencyHolderAlive(ctx, old.Holder)
 				if err != nil {
 					return err
@@ -258,7 +281,7 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 				return err
 			}
 		}
-		claim = &Claim{Scope: scope, Key: key, ID: r.Claim, Expires: r.ExpiresAt, seal: aead}
+		claim = &Claim{Scope: scope, Key: key, ID: r.Claim, Expires: r.ExpiresAt, seal: aead, taken: time.Now()}
 		return nil
 	})
 	if err != nil {
@@ -292,12 +315,72 @@ func (s *Service) Finish(ctx context.Context, c *Claim, resp Response) (bool, er
 }
 
 // Release gives a claimed key up without storing a response, so that a
-// retry runs the request again (after a server error, a 402 or a 429).
+// retry runs the request again (after a server error, a 402 or a 429). When
+// the store cannot be reached (a failover) within releaseWait, it returns
+// the error and keeps trying in the background, for as long as the claim's
+// lease would keep retries away, so that other instances need not wait it
+// out; a retry reaching this process takes the claim over at once anyway
+// (Done).
 func (s *Service) Release(ctx context.Context, c *Claim) error {
+	rctx, cancel := context.WithTimeout(ctx, releaseWait)
+	defer cancel()
+	err := s.release(rctx, c)
+	if err != nil {
+		go s.releaseLater(context.WithoutCancel(ctx), c)
+	}
+	return err
+}
+
+// releaseWait bounds Release's first try; releaseEvery paces the
+// background ones.
+const (
+	releaseWait  = 2 * time.Second
+	releaseEvery = time.Second
+)
+
+func (s *Service) release(ctx context.Context, c *Claim) error {
 	return s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		_, err := tx.ReleaseIdempotencyKey(ctx, c.Scope, c.Key, c.ID)
 		return err
 	})
+}
+
+func (s *Service) releaseLater(ctx context.Context, c *Claim) {
+	for time.Since(c.taken) < s.lease() {
+		time.Sleep(releaseEvery)
+		rctx, cancel := context.WithTimeout(ctx, releaseWait)
+		err := s.release(rctx, c)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+}
+
+// Done tells that this process no longer runs the request of c (it
+// answered, or gave up): a claim it left in_progress, one it could not
+// release, is then abandoned, and a retry here takes it over at once.
+func (s *Service) Done(c *Claim) { s.untrack(c.ID) }
+
+func (s *Service) track(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil {
+		s.running = map[string]bool{}
+	}
+	s.running[id] = true
+}
+
+func (s *Service) untrack(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, id)
+}
+
+func (s *Service) isRunning(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[id]
 }
 
 // purgeBatch bounds the rows one purge transaction deletes, so a large

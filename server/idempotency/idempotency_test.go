@@ -355,6 +355,70 @@ func TestDeadHolderIsTakenOver(t *testing.T) {
 	})
 }
 
+// A claim of this process's own that none of its requests runs any more
+// (the run failed while the database was away and could not release it) is
+// taken over by a retry here at once; while a request runs it, it is in use.
+// Another instance still sees the live holder's claim as in use.
+func TestOwnAbandonedClaimIsTakenOver(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := clocktest.New(start)
+		holdInstance(t, s, "inst_me")
+		me := &idempotency.Service{Update: storage.Updater[idempotency.Tx](s), Now: c.Now, Holder: "inst_me"}
+		other := &idempotency.Service{Update: storage.Updater[idempotency.Tx](s), Now: c.Now, Holder: "inst_other"}
+
+		first := mustClaim(t, me, "app:a", "k", fpA)
+		_, _, err := begin(t, me, "app:a", "k", fpA)
+		wantCode(t, err, apperr.IdempotencyKeyInUse) // still running here
+		me.Done(first)                               // gave up without releasing
+		_, _, err = begin(t, other, "app:a", "k", fpA)
+		wantCode(t, err, apperr.IdempotencyKeyInUse) // the holder lives
+		again := mustClaim(t, me, "app:a", "k", fpA)
+		if again.ID == first.ID || again.Ref().ID() != first.Ref().ID() {
+			t.Fatal("the takeover must be a new claim of the same request")
+		}
+		if ok, err := me.Finish(ctx, first, idempotency.Response{Status: 201}); ok || err != nil {
+			t.Fatalf("Finish(abandoned claim) = %v, %v; want false", ok, err)
+		}
+		// A different request under the key is still refused.
+		me.Done(again)
+		_, _, err = begin(t, me, "app:a", "k", fpB)
+		wantCode(t, err, apperr.IdempotencyKeyReused)
+	})
+}
+
+// A Release that fails (the database is away) is retried in the background
+// until it succeeds, so other instances need not wait out the lease.
+func TestFailedReleaseIsRetried(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := clocktest.New(start)
+		var down atomic.Bool
+		update := storage.Updater[idempotency.Tx](s)
+		svc := &idempotency.Service{Now: c.Now, Update: func(ctx context.Context, fn func(ctx context.Context, tx idempotency.Tx) error) error {
+			if down.Load() {
+				return apperr.New(apperr.Unavailable, "the database is unavailable")
+			}
+			return update(ctx, fn)
+		}}
+		claim := mustClaim(t, svc, "app:a", "k", fpA)
+		down.Store(true)
+		if err := svc.Release(ctx, claim); err == nil {
+			t.Fatal("Release succeeded with the database down")
+		}
+		down.Store(false)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, replay, err := svc.Begin(ctx, "app:a", "k", fpA)
+			if err == nil && c != nil && replay == nil {
+				return // released in the background, claimed afresh
+			}
+			if !apperr.Is(err, apperr.IdempotencyKeyInUse) || time.Now().After(deadline) {
+				t.Fatalf("Begin after the database came back = %v, %v, %v", c, replay, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
 // A key lives TTL from its first use, takeovers included; its Ref names one
 // request: the same for every run, another once the key expired.
 func TestRefNamesOneRequest(t *testing.T) {

@@ -505,6 +505,19 @@ ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = fill_coun
 	return wrap(err, "adding fill counts")
 }
 
+func (t *tx) RecordFillFlush(ctx context.Context, id string, at time.Time) (bool, error) {
+	n, err := t.exec(ctx, `INSERT INTO fill_flushes (id, flushed_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`, id, at)
+	if err != nil || n == 0 {
+		return false, wrap(err, "recording a fill flush")
+	}
+	_, err = t.exec(ctx, `DELETE FROM fill_flushes WHERE flushed_at < $1`, at.Add(-fillFlushesKept))
+	return true, wrap(err, "forgetting old fill flushes")
+}
+
+// fillFlushesKept is how long a fill flush's id is remembered: far longer
+// than any flush is retried.
+const fillFlushesKept = 48 * time.Hour
+
 func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
 	err := t.queryRow(ctx, `SELECT

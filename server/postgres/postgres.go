@@ -22,8 +22,11 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net"
+	neturl "net/url"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,29 +50,69 @@ const AppRole = "xpromo_app"
 
 // DB is an open PostgreSQL store. It implements ledger.Store.
 type DB struct {
-	reader // ledger.Reader on the pool
-	pool   *pgxpool.Pool
-	group  *groupcommit.Committer[storage.Tx]
+	reader  // ledger.Reader on the pool
+	pool    *pgxpool.Pool
+	group   *groupcommit.Committer[storage.Tx]
+	metrics *metrics
 }
 
 var _ storage.Store = (*DB)(nil)
 
-// Open migrates the database at url and opens the application's pool.
+// Options are the connection settings Open applies when the URL does not
+// set them itself (docs/operations.md, "High availability").
+type Options struct {
+	// ConnectTimeout bounds each connection attempt (per host of a
+	// multi-host URL) and the pool's liveness ping of an idle connection;
+	// the URL's connect_timeout wins. 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// StatementTimeout is the session's statement_timeout; 0 sets none.
+	// The URL's statement_timeout (a runtime parameter) wins.
+	StatementTimeout time.Duration
+}
+
+// DefaultConnectTimeout is Options.ConnectTimeout's default: without one a
+// connection to a host that vanished waits for the kernel's TCP timeout.
+const DefaultConnectTimeout = 5 * time.Second
+
+// Open migrates the database at url and opens the application's pool, with
+// the default Options.
+func Open(ctx context.Context, url string) (*DB, error) {
+	return OpenWith(ctx, url, Options{})
+}
+
+// OpenWith migrates the database at url and opens the application's pool.
 //
 // The URL's user must own the schema (or be able to create it): migrations
 // run as that user. The pool holds max(8, 4×GOMAXPROCS) connections unless
 // the URL sets pool_max_conns; the other pool_* parameters of pgxpool apply.
-func Open(ctx context.Context, url string) (*DB, error) {
+// A multi-host URL (postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write)
+// connects to the first host that is the primary.
+func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parsing the database URL: %w", err)
 	}
+	settings := urlSettings(url)
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if !settings["connect_timeout"] {
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	cfg.ConnConfig.DialFunc = dialer(cfg.ConnConfig.ConnectTimeout)
+	if !settings["pool_ping_timeout"] {
+		cfg.PingTimeout = opts.ConnectTimeout
+	}
 	if err := migrate(ctx, cfg.ConnConfig.Copy()); err != nil {
 		return nil, err
 	}
-	if !strings.Contains(url, "pool_max_conns") {
+	if !settings["pool_max_conns"] {
 		cfg.MaxConns = int32(max(8, 4*runtime.GOMAXPROCS(0)))
 	}
+	if opts.StatementTimeout > 0 && !settings["statement_timeout"] {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
+	}
+	cfg.ConnConfig.OnNotice = onNotice
 	// SET ROLE in AfterConnect, so that no pooled connection ever runs with
 	// the owner's privileges. (A session can RESET ROLE, so this guards
 	// against bugs, not against arbitrary SQL; a deployment that wants more
@@ -78,6 +121,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		_, err := conn.Exec(ctx, "SET ROLE "+AppRole)
 		return err
 	}
+	cfg.AfterRelease = keepConn
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: opening the pool: %w", err)
@@ -86,7 +130,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connecting as %s: %w", AppRole, err)
 	}
-	db := &DB{reader: reader{pool}, pool: pool}
+	db := &DB{reader: reader{pool}, pool: pool, metrics: newMetrics()}
 	// Units run alone by default, as the server's --group-commit=auto runs
 	// them on PostgreSQL: shared, a batch's units take turns on one
 	// connection, which measured slower than PostgreSQL's own flushing of
@@ -95,6 +139,50 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	db.SetGroupCommit(groupcommit.Config{Off: true})
 	return db, nil
 }
+
+// urlSettings reports which settings a database URL (or key=value DSN)
+// names, so that Options never override what the operator wrote.
+func urlSettings(raw string) map[string]bool {
+	out := map[string]bool{}
+	if u, err := neturl.Parse(raw); err == nil && u.Scheme != "" {
+		for k := range u.Query() {
+			out[k] = true
+		}
+		return out
+	}
+	for _, f := range strings.Fields(raw) {
+		if k, _, ok := strings.Cut(f, "="); ok {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// dialer dials with a timeout and TCP keepalives, and bounds the time sent
+// data may stay unacknowledged (TCP_USER_TIMEOUT): a connection to a host
+// that vanished (a partition, a dead VM) fails in seconds, not after the
+// kernel's retransmissions (about 15 minutes), also for background work
+// that has no deadline of its own.
+func dialer(timeout time.Duration) pgconn.DialFunc {
+	d := &net.Dialer{
+		Timeout:         timeout,
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3},
+		Control: func(network, address string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = setUserTimeout(fd, tcpUserTimeout)
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		},
+	}
+	return d.DialContext
+}
+
+// tcpUserTimeout is TCP_USER_TIMEOUT of the pool's connections.
+const tcpUserTimeout = 20 * time.Second
 
 // migrate runs the embedded migrations through database/sql, as the URL's
 // user. A session advisory lock (per database) lets several instances start
@@ -207,19 +295,38 @@ func (db *DB) SetGroupCommit(cfg groupcommit.Config) {
 }
 
 func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
-	for attempt := 1; ; attempt++ {
+	start := time.Now()
+	conflicts, outages := 0, 0
+	for {
 		err := db.inTx(ctx, beginSQL, fn)
-		if err == nil || !retryable(err) {
+		if err == nil {
+			return nil
+		}
+		var u *errUnavailable
+		if errors.As(err, &u) {
+			// Nothing committed (COMMIT was not sent): run fn again once
+			// the database may be back, within the caller's deadline.
+			outages++
+			if !u.rerun || !pause(ctx, start, outages) {
+				return err
+			}
+			db.metrics.retry("unavailable")
+			continue
+		}
+		if !retryable(err) {
 			return err
 		}
-		if attempt == maxAttempts {
-			return apperr.New(apperr.Conflict, "the ledger transaction conflicted %d times: %v", attempt, err)
+		conflicts++
+		if conflicts == maxAttempts {
+			return apperr.New(apperr.Conflict, "the ledger transaction conflicted %d times: %v", conflicts, err)
 		}
 		var m *missingAccounts
 		if errors.As(err, &m) {
+			db.metrics.retry("missing_accounts")
 			continue // the accounts exist now: no one to wait for
 		}
-		t := time.NewTimer(backoff(attempt))
+		db.metrics.retry("conflict")
+		t := time.NewTimer(backoff(conflicts))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -236,16 +343,61 @@ func backoff(attempt int) time.Duration {
 	return min(20*time.Millisecond, base+rand.N(base+1))
 }
 
+// pause waits before the n-th run of a transaction the database's
+// unavailability failed: 50 ms growing to 1 s, jittered. It reports false,
+// at once, when the wait would end past the caller's deadline (its context's,
+// or storage.RetryDeadline's) or unavailableFor after start.
+func pause(ctx context.Context, start time.Time, n int) bool {
+	base := min(time.Second, 50*time.Millisecond<<min(n-1, 5))
+	d := base/2 + rand.N(base/2+1)
+	limit := start.Add(unavailableFor)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(limit) {
+		limit = dl
+	}
+	if dl, ok := storage.RetryDeadline(ctx); ok && dl.Before(limit) {
+		limit = dl
+	}
+	if time.Now().Add(d).After(limit) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // View implements storage.Store: fn runs in a REPEATABLE READ, READ ONLY
-// transaction (one snapshot; writes fail). Nothing is retried.
+// transaction (one snapshot; writes fail). It runs again only when the
+// database was unavailable before fn started (fn may have answered part of
+// a request by then).
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
-	return db.inTx(ctx, beginReadOnlySQL, fn)
+	start := time.Now()
+	for n := 1; ; n++ {
+		called := false
+		err := db.inTx(ctx, beginReadOnlySQL, func(ctx context.Context, tx storage.Tx) error {
+			called = true
+			return fn(ctx, tx)
+		})
+		var u *errUnavailable
+		if called || !errors.As(err, &u) || !pause(ctx, start, n) {
+			return err
+		}
+		db.metrics.retry("unavailable")
+	}
 }
 
 func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Context, tx storage.Tx) error) error {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return wrap(err, "acquiring a connection")
+		err = wrap(err, "acquiring a connection")
+		if u := db.classify(ctx, nil, err, true); u != nil {
+			return u
+		}
+		return err
 	}
 	defer conn.Release()
 	t := &tx{conn: conn.Conn(), begin: begin}
@@ -253,8 +405,22 @@ func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Contex
 	err = fn(ctx, t)
 	if err == nil {
 		err = wrap(t.commit(ctx), "commit")
+		switch {
+		case err != nil && t.commitSent && commitUnknown(err) && ctx.Err() == nil:
+			return db.classify(ctx, conn.Conn(), &errUnavailable{class: classCommitUnknown, err: err}, false)
+		case err != nil && t.commitSent && commitUnknown(err):
+			// The caller's deadline cut the COMMIT off: as unknown.
+			db.metrics.fail(classCommitUnknown)
+			return &errUnavailable{class: classCommitUnknown, err: err}
+		case err == nil && conn.Conn().PgConn().CustomData()[syncCancelledKey] != nil:
+			delete(conn.Conn().PgConn().CustomData(), syncCancelledKey)
+			return db.classify(ctx, conn.Conn(), &errUnavailable{class: classCommitUnknown, err: errSyncCancelled}, false)
+		}
 	}
 	if err != nil {
+		if u := db.classify(ctx, conn.Conn(), err, true); u != nil {
+			return u
+		}
 		var m *missingAccounts
 		if errors.As(err, &m) {
 			// Create them on their own, holding no lock, then let InTx run
@@ -268,6 +434,23 @@ func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Contex
 		return err
 	}
 	return nil
+}
+
+// classify returns err as an *errUnavailable when the database failed
+// (counted by class), else nil. A connection that answered from a read-only
+// node is marked for the pool to drop (keepConn).
+func (db *DB) classify(ctx context.Context, conn *pgx.Conn, err error, rerun bool) *errUnavailable {
+	gone := conn == nil || conn.IsClosed()
+	// A statement that ran past statement_timeout would only do so again.
+	u := unavailable(ctx, err, gone, rerun && unavailableClass(ctx, err, gone) != classTimeout)
+	if u == nil {
+		return nil
+	}
+	db.metrics.fail(u.class)
+	if conn != nil && u.class == classReadOnly {
+		conn.PgConn().CustomData()[dropKey] = true
+	}
+	return u
 }
 
 // SQLSTATEs the store acts on.

@@ -35,6 +35,9 @@ type tx struct {
 	pending []*pgx.QueuedQuery // Append's statements, not sent yet
 	err     error              // once set, the transaction can only roll back
 	pre     *ledgerReads       // ledger reads sent ahead of their call (queueLedgerReads)
+	// commitSent: COMMIT went out (with the pending statements); a failure
+	// without the database's answer leaves the outcome unknown.
+	commitSent bool
 }
 
 var (
@@ -167,6 +170,7 @@ func (t *tx) commit(ctx context.Context) error {
 		}
 		return nil
 	})
+	t.commitSent = true
 	if err := t.send(ctx, b); err != nil {
 		return err
 	}

@@ -331,6 +331,18 @@ ON CONFLICT (day, campaign_id, publisher_app_id) DO UPDATE SET count = count + e
 	return nil
 }
 
+func (t *tx) RecordFillFlush(ctx context.Context, id string, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO fill_flushes (id, flushed_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, id, micros(at))
+	if err != nil {
+		return false, wrap(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, wrap(err)
+	}
+	_, err = t.tx.ExecContext(ctx, `DELETE FROM fill_flushes WHERE flushed_at < ?`, micros(at.Add(-48*time.Hour)))
+	return true, wrap(err)
+}
+
 func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
 	f, tt := micros(from), micros(to)

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/txunit"
@@ -89,7 +90,12 @@ func (s *unitStore) open(ctx context.Context) (*held, error) {
 	// The transaction lives until the unit ends, whatever happens to the
 	// request's context: a client that goes away does not roll back an
 	// answer being stored. Statements still run under the caller's context.
+	// The caller's deadline still bounds how long the store waits for an
+	// unavailable database before the transaction opens (RetryDeadline).
 	hctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		hctx = context.WithValue(hctx, retryDeadlineKey{}, dl)
+	}
 	go func() {
 		calls := 0
 		h.done <- s.Store.Update(hctx, func(_ context.Context, tx Tx) error {
@@ -126,3 +132,13 @@ func (h *held) End(cause error) (retry bool, err error) {
 // errConflict is a unit's commit (or failure) that the store would have
 // retried.
 var errConflict = errors.New("storage: the unit's transaction conflicted")
+
+type retryDeadlineKey struct{}
+
+// RetryDeadline is the deadline of the request a unit's transaction serves,
+// which its context (detached from the request's cancellation) no longer
+// carries: a store stops running a transaction again past it.
+func RetryDeadline(ctx context.Context) (time.Time, bool) {
+	dl, ok := ctx.Value(retryDeadlineKey{}).(time.Time)
+	return dl, ok
+}

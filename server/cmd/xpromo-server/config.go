@@ -33,6 +33,10 @@ type config struct {
 	LogFormat   string
 	LogLevel    slog.Level
 
+	// Failover bounds (docs/operations.md, "High availability"): each
+	// connection attempt, each statement (PostgreSQL), each request.
+	ConnectTimeout, StatementTimeout, RequestTimeout time.Duration
+
 	BaseURL        string // public URL; empty: http://<listen address>
 	RedisURL       string
 	ReadLimit      int // requests per minute; 0: the default
@@ -107,6 +111,9 @@ type setting struct {
 var settings = []setting{
 	{flag: "addr", env: "XPROMO_ADDR", def: "127.0.0.1:8080", usage: "listen address (host:port)", serveOnly: true},
 	{flag: "database-url", env: "DATABASE_URL", def: "", usage: "PostgreSQL URL (postgres://…); empty uses embedded SQLite in the data dir"},
+	{flag: "db-connect-timeout", env: "XPROMO_DB_CONNECT_TIMEOUT", def: "5s", usage: "PostgreSQL: time limit of one connection attempt (per host of a multi-host URL) and of a pooled connection's liveness ping (a Go duration); the URL's connect_timeout wins"},
+	{flag: "db-statement-timeout", env: "XPROMO_DB_STATEMENT_TIMEOUT", def: "20s", usage: "PostgreSQL: statement_timeout of the server's sessions (a Go duration; 0: none); the URL's statement_timeout wins", serveOnly: true},
+	{flag: "request-timeout", env: "XPROMO_REQUEST_TIMEOUT", def: "30s", usage: "deadline of one API request (a Go duration): past it the request answers 503 unavailable with Retry-After, so a lost database primary costs seconds, not minutes", serveOnly: true},
 	{flag: "data-dir", env: "XPROMO_DATA_DIR", def: "./data", usage: "directory of the embedded SQLite database (xpromo.db)"},
 	{flag: "admin-token", env: "XPROMO_ADMIN_TOKEN", def: "", usage: "bearer token of the operator API; empty disables it", serveOnly: true},
 	{flag: "mode", env: "XPROMO_MODE", def: "test", usage: "test (simulated payments, xp_test_ keys) or live", serveOnly: true},
@@ -281,8 +288,19 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 			return cfg, usagef("%s: %v", source["database-url"], err)
 		}
 	}
+	var err error
+	if cfg.ConnectTimeout, err = time.ParseDuration(get("db-connect-timeout")); err != nil || cfg.ConnectTimeout <= 0 {
+		return cfg, usagef("%s: %q is not a positive Go duration", source["db-connect-timeout"], get("db-connect-timeout"))
+	}
 	if !serve {
 		return cfg, nil
+	}
+	for name, dst := range map[string]*time.Duration{"db-statement-timeout": &cfg.StatementTimeout, "request-timeout": &cfg.RequestTimeout} {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d < 0 || name == "request-timeout" && d == 0 {
+			return cfg, usagef("%s: %q is not a positive Go duration", source[name], get(name))
+		}
+		*dst = d
 	}
 	if err := checkAddr(cfg.Addr); err != nil {
 		return cfg, usagef("%s: %v", source["addr"], err)

@@ -33,6 +33,7 @@ func TestConfigDefaults(t *testing.T) {
 		LogFormat: "text",
 		LogLevel:  slog.LevelInfo,
 		ReadLimit: 600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200, GroupCommitAuto: true,
+		ConnectTimeout: 5 * time.Second, StatementTimeout: 20 * time.Second, RequestTimeout: 30 * time.Second,
 		Gate: defaultGate, Scoring: defaultScoring, Guard: defaultGuard,
 	}, cfg)
 	assert.Equal(t, filepath.Join("data", "xpromo.db"), cfg.sqlitePath())
@@ -105,6 +106,7 @@ func TestConfigEnvOverridesDefault(t *testing.T) {
 		LogFormat:   "json",
 		LogLevel:    slog.LevelDebug,
 		ReadLimit:   600, WriteLimit: 60, JobConcurrency: 4, CanaryRate: 200, GroupCommitAuto: true,
+		ConnectTimeout: 5 * time.Second, StatementTimeout: 20 * time.Second, RequestTimeout: 30 * time.Second,
 		Gate: defaultGate, Scoring: defaultScoring, Guard: defaultGuard,
 	}, cfg)
 }
@@ -271,4 +273,26 @@ func TestConfigPprofAddrLoopbackOnly(t *testing.T) {
 		var ue *usageError
 		assert.ErrorAs(t, err, &ue, addr)
 	}
+}
+
+// The failover bounds: defaults, overrides, and bad values refused.
+func TestConfigFailoverTimeouts(t *testing.T) {
+	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, cfg.ConnectTimeout)
+	assert.Equal(t, 20*time.Second, cfg.StatementTimeout)
+	assert.Equal(t, 30*time.Second, cfg.RequestTimeout)
+	cfg, err = parseConfig("serve", []string{"--db-statement-timeout", "0", "--request-timeout", "5s"}, envMap(map[string]string{"XPROMO_DB_CONNECT_TIMEOUT": "2s"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, cfg.ConnectTimeout)
+	assert.Zero(t, cfg.StatementTimeout)
+	assert.Equal(t, 5*time.Second, cfg.RequestTimeout)
+	for _, args := range [][]string{{"--request-timeout", "0"}, {"--db-connect-timeout", "soon"}, {"--db-statement-timeout", "-1s"}} {
+		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		var ue *usageError
+		assert.ErrorAs(t, err, &ue, "%v", args)
+	}
+	cfg, err = parseConfig("ledger verify", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Zero(t, cfg.StatementTimeout, "ledger verify's statements run as long as they need")
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/wire"
 )
@@ -66,6 +68,10 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		return exitCode(exitFail)
 	}
 	defer ln.Close()
+	registry := httpapi.NewRegistry()
+	if c, ok := st.store.(interface{ Collectors() []prometheus.Collector }); ok {
+		registry.MustRegister(c.Collectors()...) // database failures and retries by class
+	}
 	baseURL := cfg.BaseURL
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
@@ -79,7 +85,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		WriteLimit:  cfg.WriteLimit,
 		Logger:      log,
 		Now:         p.now,
-		Registry:    httpapi.NewRegistry(),
+		Registry:    registry,
 		X402PayTo:   cfg.X402PayTo,
 		X402Network: cfg.X402Network,
 		X402EURUSD:  cfg.X402EURUSD,
@@ -116,7 +122,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		return exitCode(exitFail)
 	}
 	srv := &http.Server{
-		Handler: built.HTTP,
+		Handler: httpapi.WithDeadline(built.HTTP, cfg.RequestTimeout),
 		// A slow client holds a body slot at most ReadTimeout (slowloris;
 		// docs/operations.md, "The process guard").
 		ReadHeaderTimeout: cfg.Guard.ReadHeaderTimeout,

@@ -1,0 +1,305 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/postgres"
+	"github.com/xpromo/xpromo/server/postgres/pgtest"
+	"github.com/xpromo/xpromo/server/storage"
+)
+
+// proxy is a TCP relay in front of the test server that plays a failover:
+// it cuts a connection when the client sends a chosen text (before
+// relaying it), and refuses connections while down.
+type proxy struct {
+	ln      net.Listener
+	to      string
+	cutOn   atomic.Pointer[string]
+	cutNext atomic.Bool // cut at the next thing the client sends
+	down    atomic.Bool
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func newProxy(t *testing.T, dbURL string) (*proxy, string) {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, to: u.Host}
+	t.Cleanup(func() { ln.Close(); p.closeAll() })
+	go p.serve()
+	u.Host = ln.Addr().String()
+	return p, u.String()
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if p.down.Load() {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { io.Copy(c, s); c.Close() }()
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if cut := p.cutOn.Load(); p.cutNext.Swap(false) || cut != nil && bytes.Contains(buf[:n], []byte(*cut)) {
+						p.cutOn.Store(nil)
+						c.Close()
+						s.Close()
+						return
+					}
+					if _, werr := s.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					s.Close()
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (p *proxy) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) cut(text string) { p.cutOn.Store(&text) }
+
+func counter(t *testing.T, db *postgres.DB, name, label string) float64 {
+	t.Helper()
+	for _, c := range db.Collectors() {
+		m := c.(*prometheus.CounterVec).WithLabelValues(label)
+		if strings.Contains(m.Desc().String(), `"`+name+`"`) {
+			return testutil.ToFloat64(m)
+		}
+	}
+	t.Fatalf("no metric %s{%s}", name, label)
+	return 0
+}
+
+// assertUnavailable: err answers 503 unavailable, from the store or, when
+// the caller's deadline cut an attempt off, from the HTTP layer (which
+// answers a passed deadline so).
+func assertUnavailable(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		assert.Equal(t, 503, apperr.HTTPStatus(err), "%v", err)
+	}
+}
+
+func scratchTable(t *testing.T, db *postgres.DB, url string) {
+	t.Helper()
+	conn := ownerConn(t, url)
+	_, err := conn.Exec(context.Background(), `CREATE TABLE ha_probe (id int PRIMARY KEY); GRANT SELECT, INSERT ON ha_probe TO `+postgres.AppRole)
+	require.NoError(t, err)
+}
+
+func probes(t *testing.T, url string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, ownerConn(t, url).QueryRow(context.Background(), `SELECT count(*) FROM ha_probe`).Scan(&n))
+	return n
+}
+
+// A transaction whose connection is lost before its COMMIT is sent did not
+// commit: it runs again, and commits once.
+func TestConnectionLostBeforeCommitRunsAgain(t *testing.T) {
+	direct := pgtest.NewTestDatabase(t)
+	p, via := newProxy(t, direct)
+	db := open(t, via)
+	scratchTable(t, db, direct)
+	ctx := context.Background()
+	runs := 0
+	p.cut("xpromo-cut-here")
+	err := db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		runs++
+		if err := postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`); err != nil {
+			return err
+		}
+		return postgres.ExecIn(ctx, tx, `SELECT 'xpromo-cut-here'`)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, runs)
+	assert.Equal(t, 1, probes(t, direct))
+	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_retries_total", "unavailable"))
+	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_errors_total", "connection"))
+}
+
+// A COMMIT sent without an answer may have committed: it is not run again,
+// and answers 503 unavailable asking for a retry with the same
+// Idempotency-Key.
+func TestCommitWithoutAnswerIsUnknown(t *testing.T) {
+	direct := pgtest.NewTestDatabase(t)
+	p, via := newProxy(t, direct)
+	u, err := url.Parse(via)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	u.RawQuery = q.Encode()
+	via = u.String()
+	db := open(t, via)
+	scratchTable(t, db, direct)
+	ctx := context.Background()
+	insert := func(id int, cut bool) (runs int, err error) {
+		err = db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			runs++
+			if err := postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES ($1)`, id); err != nil {
+				return err
+			}
+			// The connection goes with the COMMIT (prepared by the first
+			// transaction, so sent as one message).
+			p.cutNext.Store(cut)
+			return nil
+		})
+		return runs, err
+	}
+	_, err = insert(1, false)
+	require.NoError(t, err)
+	runs, err := insert(2, true)
+	require.Error(t, err)
+	assert.Equal(t, 1, runs)
+	assert.True(t, apperr.Is(err, apperr.Unavailable), "%v", err)
+	assert.Equal(t, 503, apperr.HTTPStatus(err))
+	var e *apperr.Error
+	require.True(t, errors.As(err, &e))
+	assert.Contains(t, e.Message, "same Idempotency-Key")
+	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_errors_total", "commit_unknown"))
+	assert.Equal(t, 1, probes(t, direct), "the proxy never relayed the COMMIT")
+}
+
+// While the database refuses connections, a transaction waits for it up to
+// its caller's deadline, then answers 503 unavailable; once it is back the
+// next one commits.
+func TestDatabaseDownAnswersUnavailable(t *testing.T) {
+	direct := pgtest.NewTestDatabase(t)
+	p, via := newProxy(t, direct)
+	db := open(t, via)
+	scratchTable(t, db, direct)
+	p.down.Store(true)
+	p.closeAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err := db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (3)`)
+	})
+	assertUnavailable(t, err)
+	err = db.View(ctx, func(ctx context.Context, tx storage.Tx) error { return nil })
+	assertUnavailable(t, err)
+
+	p.down.Store(false)
+	require.NoError(t, db.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (3)`)
+	}))
+	assert.Equal(t, 1, probes(t, direct))
+}
+
+// A node that answers read-only (a standby, a demoted primary: SQLSTATE
+// 25006) answers 503 unavailable, and its connections leave the pool: once
+// writes are possible again, the next transaction commits on a fresh one.
+func TestReadOnlyNodeIsDropped(t *testing.T) {
+	url := pgtest.NewTestDatabase(t)
+	db := open(t, url)
+	scratchTable(t, db, url)
+	owner := ownerConn(t, url)
+	ctx := context.Background()
+	var name string
+	require.NoError(t, owner.QueryRow(ctx, `SELECT current_database()`).Scan(&name))
+	_, err := owner.Exec(ctx, `ALTER DATABASE "`+name+`" SET default_transaction_read_only = on`)
+	require.NoError(t, err)
+	db.Pool().Reset() // the next connections are read-only
+
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	err = db.Update(short, func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (4)`)
+	})
+	assertUnavailable(t, err)
+	assert.GreaterOrEqual(t, counter(t, db, "xpromo_db_errors_total", "read_only"), 1.0)
+
+	_, err = owner.Exec(ctx, `ALTER DATABASE "`+name+`" RESET default_transaction_read_only`)
+	require.NoError(t, err)
+	// No Reset now: the pool must have dropped the read-only connections.
+	require.NoError(t, db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (4)`)
+	}))
+	assert.Equal(t, 1, probes(t, url))
+}
+
+// The statement timeout applies to the pool's sessions and answers 503.
+func TestStatementTimeout(t *testing.T) {
+	url := pgtest.NewTestDatabase(t)
+	db, err := postgres.OpenWith(context.Background(), url, postgres.Options{StatementTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	runs := 0
+	err = db.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+		runs++
+		return postgres.ExecIn(ctx, tx, `SELECT pg_sleep(2)`)
+	})
+	assert.Equal(t, 503, apperr.HTTPStatus(err), "%v", err)
+	assert.Equal(t, 1, runs, "a statement that timed out is not run again")
+	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_errors_total", "timeout"))
+}
+
+// A COMMIT PostgreSQL reports done after warning that its wait for the
+// synchronous standby was cancelled is on the primary only: it answers
+// unknown (503, retry with the same key), not success. The warning is
+// raised here by hand, with PostgreSQL's own text.
+func TestCancelledSyncWaitIsUnknown(t *testing.T) {
+	url := pgtest.NewTestDatabase(t)
+	db := open(t, url)
+	ctx := context.Background()
+	runs := 0
+	err := db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		runs++
+		return postgres.ExecIn(ctx, tx, `DO $$ BEGIN RAISE WARNING 'canceling wait for synchronous replication due to user request'; END $$`)
+	})
+	require.Error(t, err)
+	assert.Equal(t, 1, runs)
+	assert.Equal(t, 503, apperr.HTTPStatus(err), "%v", err)
+	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_errors_total", "commit_unknown"))
+	// The connection is fine: the next transaction commits.
+	require.NoError(t, db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `SELECT 1`)
+	}))
+}
