@@ -32,9 +32,10 @@ func checkBalanceOfTopUp(c *C) {
 	if b.MinPayoutCents != xpromo.MinPayoutCents || b.Currency != "EUR" {
 		c.Errorf("min_payout_cents %d, currency %q", b.MinPayoutCents, b.Currency)
 	}
-	other := c.NewApp()
-	_, err = other.Client.GetBalance(c.Ctx(), a.ID)
-	c.ExpectError(err, http.StatusNotFound, "not_found", "another app's balance")
+	// That another app's balance answers 404 is not checked here: the auth
+	// area owns "another app's resources answer 404" (the self-test breaks
+	// that rule and wants exactly the auth area to fail); the server's own
+	// contract test checks it for the balance (server/wire, contractLists in TestContract).
 }
 
 func checkChainsAndEscrow(c *C) {
