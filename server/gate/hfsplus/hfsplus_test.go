@@ -1,0 +1,238 @@
+package hfsplus
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+)
+
+func appFiles() []fixture.HFSFile {
+	exe := make([]byte, 10000)
+	rand.New(rand.NewSource(2)).Read(exe)
+	return []fixture.HFSFile{
+		{Name: "Hello.app/Contents/Info.plist", Data: fixture.InfoPlist("com.example.hello", "Hello", false)},
+		{Name: "Hello.app/Contents/MacOS/Hello", Data: exe, Mode: 0o100755},
+		{Name: "Hello.app/Contents/Resources/", Mode: 0},
+		{Name: "Applications", Data: []byte("/Applications"), Mode: 0o120755},
+		{Name: ".background/bg.png", Data: bytes.Repeat([]byte("png"), 3000)},
+	}
+}
+
+func openVolume(t *testing.T, img []byte) *Volume {
+	t.Helper()
+	v, err := Open(bytes.NewReader(img), int64(len(img)), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestFixtureVolumeIsAnFS(t *testing.T) {
+	files := appFiles()
+	v := openVolume(t, fixture.HFSPlus("Hello", files...))
+	if v.Name != "Hello" {
+		t.Errorf("volume name %q", v.Name)
+	}
+	if err := fstest.TestFS(v, "Hello.app/Contents/Info.plist", "Hello.app/Contents/MacOS/Hello", ".background/bg.png"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, "/") || f.Mode == 0o120755 {
+			continue
+		}
+		got, err := fs.ReadFile(v, f.Name)
+		if err != nil || !bytes.Equal(got, f.Data) {
+			t.Errorf("%s: %d bytes, %v", f.Name, len(got), err)
+		}
+	}
+	fi, err := fs.Stat(v, "Applications")
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("Applications: %v, %v (want a symlink)", fi, err)
+	}
+	// HFS+ names compare without case.
+	if _, err := fs.Stat(v, "hello.app/contents/info.plist"); err != nil {
+		t.Errorf("a case-insensitive lookup: %v", err)
+	}
+}
+
+func TestCompressedFilesAreRefused(t *testing.T) {
+	v := openVolume(t, fixture.HFSPlus("C", fixture.HFSFile{Name: "A.app/Contents/Info.plist", Flags: ufCompressed}))
+	_, err := fs.ReadFile(v, "A.app/Contents/Info.plist")
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != ReasonUnsupportedCompression {
+		t.Fatalf("reading a decmpfs file: %v", err)
+	}
+}
+
+// catalogLeaf is the byte offset of the fixture's catalog leaf node.
+const catalogLeaf = 4*4096 + 8192
+
+func TestHostileCatalogs(t *testing.T) {
+	good := fixture.HFSPlus("Hello", appFiles()...)
+	be := binary.BigEndian
+	for name, c := range map[string]struct {
+		mut    func(b []byte)
+		reason string
+	}{
+		"leaf chain loops": {func(b []byte) { be.PutUint32(b[catalogLeaf:], 1) }, ""},
+		"record outside the node": {func(b []byte) {
+			be.PutUint16(b[catalogLeaf+8192-4:], 9000)
+		}, ReasonUnreadable},
+		"too many records":   {func(b []byte) { be.PutUint16(b[catalogLeaf+10:], 5000) }, ReasonUnreadable},
+		"tree too deep":      {func(b []byte) { be.PutUint16(b[4*4096+14:], 100) }, ReasonTooDeep},
+		"root past the tree": {func(b []byte) { be.PutUint32(b[4*4096+16:], 99) }, ReasonUnreadable},
+		"bad node size":      {func(b []byte) { be.PutUint16(b[4*4096+14+18:], 1000) }, ReasonUnreadable},
+		"not a volume":       {func(b []byte) { b[1024] = 'X' }, ReasonUnreadable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := append([]byte(nil), good...)
+			c.mut(b)
+			v, err := Open(bytes.NewReader(b), int64(len(b)), Limits{})
+			if err == nil {
+				_, err = fs.ReadFile(v, "Hello.app/Contents/Info.plist")
+				if c.reason == "" { // only has to end
+					return
+				}
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Reason != c.reason {
+				t.Fatalf("error %v, want %s", err, c.reason)
+			}
+		})
+	}
+	t.Run("node reads bounded", func(t *testing.T) {
+		v, err := Open(bytes.NewReader(good), int64(len(good)), Limits{MaxNodeReads: 3})
+		if err == nil {
+			_, err = fs.ReadFile(v, "Hello.app/Contents/MacOS/Hello")
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ReasonTooLarge {
+			t.Fatalf("error %v, want %s", err, ReasonTooLarge)
+		}
+	})
+}
+
+// needTool finds an independent reader installed by scripts/test-deps.sh.
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed (scripts/test-deps.sh installs it)", name)
+		}
+		t.Skipf("%s is not installed", name)
+	}
+	return p
+}
+
+// xorrisoVolume builds an HFS+ volume with xorrisofs from files, as the
+// partition a disk image would hold (the ISO's APM partition at 64 KiB).
+func xorrisoVolume(t *testing.T, files []fixture.HFSFile) []byte {
+	tool := needTool(t, "xorrisofs")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	for _, f := range files {
+		p := filepath.Join(src, f.Name)
+		if strings.HasSuffix(f.Name, "/") {
+			os.MkdirAll(p, 0o755)
+			continue
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if f.Mode == 0o120755 {
+			os.Symlink(string(f.Data), p)
+			continue
+		}
+		os.WriteFile(p, f.Data, 0o644)
+	}
+	iso := filepath.Join(dir, "v.iso")
+	if b, err := exec.Command(tool, "-quiet", "-hfsplus", "-V", "Hello", "-o", iso, src).CombinedOutput(); err != nil {
+		t.Fatalf("xorrisofs: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[65536:]
+}
+
+// TestVolumesAgreeWithSleuthkit reads an xorrisofs volume and one of
+// fixture.HFSPlus, and holds our listing and file bytes to sleuthkit's fls.
+func TestVolumesAgreeWithSleuthkit(t *testing.T) {
+	files := appFiles()
+	for name, vol := range map[string]func() []byte{
+		"xorrisofs": func() []byte { return xorrisoVolume(t, files) },
+		"fixture":   func() []byte { return fixture.HFSPlus("Hello", files...) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			vol := vol()
+			v := openVolume(t, vol)
+			for _, f := range files {
+				if strings.HasSuffix(f.Name, "/") || f.Mode == 0o120755 {
+					continue
+				}
+				got, err := fs.ReadFile(v, f.Name)
+				if err != nil || !bytes.Equal(got, f.Data) {
+					t.Errorf("%s: %d bytes, %v", f.Name, len(got), err)
+				}
+			}
+			var ours []string
+			fs.WalkDir(v, ".", func(p string, d fs.DirEntry, err error) error {
+				if err == nil && p != "." {
+					ours = append(ours, p)
+				}
+				return err
+			})
+			fls := needTool(t, "fls")
+			img := filepath.Join(t.TempDir(), "hfs.img")
+			os.WriteFile(img, vol, 0o644)
+			out, err := exec.Command(fls, "-r", "-p", "-f", "hfs", img).CombinedOutput()
+			if err != nil {
+				t.Fatalf("fls: %v\n%s", err, out)
+			}
+			var theirs []string
+			for _, line := range strings.Split(string(out), "\n") {
+				// "r/r 20:	Hello.app/Contents/Info.plist"
+				_, p, ok := strings.Cut(line, ":\t")
+				if !ok || strings.HasPrefix(p, "$") || strings.HasPrefix(p, "^^^") || strings.Contains(p, "HFS+ Private Data") {
+					continue
+				}
+				theirs = append(theirs, p)
+			}
+			sort.Strings(ours)
+			sort.Strings(theirs)
+			if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {
+				t.Fatalf("our listing:\n%s\nfls:\n%s", strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
+			}
+		})
+	}
+}
+
+func FuzzHFSPlus(f *testing.F) {
+	f.Add(fixture.HFSPlus("Hello", appFiles()...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := Open(bytes.NewReader(b), int64(len(b)), Limits{MaxNodeReads: 10000})
+		if err != nil {
+			return
+		}
+		fs.WalkDir(v, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() {
+				fs.ReadFile(v, p)
+			}
+			return nil
+		})
+	})
+}
