@@ -24,12 +24,14 @@
 //   - .pkg (flat xar): the TOC, then Distribution and every PackageInfo;
 //     the identifiers offered are the <bundle id> of installed app bundles,
 //     then the package identifiers (pkg-info identifier, pkg-ref id).
-//   - .dmg (UDIF): the koly trailer, its partition list (blkx) and whether the
-//     image carries a code signature and a stapled notarisation ticket. It
-//     does NOT read the HFS+/APFS filesystem inside, so a .dmg always ends in
-//     ReasonPackageUnreadable (with what was read in the Identity) — never a
-//     pass. Ship a .zip of the .app alongside, or read it with a sandboxed
-//     extractor (a later step).
+//   - .dmg (UDIF, server/gate/udif): the koly trailer, its partitions (blkx)
+//     and chunk tables, whether the image carries a code signature and a
+//     stapled notarisation ticket; then the HFS+ partition
+//     (server/gate/hfsplus) and the shallowest X.app/Contents/Info.plist at
+//     the volume's root or one folder down, read as for a zip. Chunks are
+//     decoded on demand (raw, zero, zlib, bzip2, ADC); LZFSE/LZMA chunks are
+//     ReasonUnsupportedCompression, an APFS volume ReasonAPFSUnsupported.
+//     OpenDMG also returns the volume, for the signature check.
 //   - a bare Mach-O (thin or universal): the embedded __TEXT,__info_plist.
 //
 // What it does not do: verify signatures (server/gate/codesign does), fetch

@@ -224,7 +224,7 @@ func (r Reader) Read(ctx context.Context, ra io.ReaderAt, size int64) (id *Ident
 	case FormatPKG:
 		id, err = readXAR(ctx, ra, size, lim)
 	case FormatDMG:
-		id, err = readDMG(ra, size, lim)
+		id, err = readDMG(ctx, ra, size, lim)
 	case FormatMachO:
 		id, err = readMachO(ra, size, lim)
 	}
