@@ -125,6 +125,21 @@ type PackageEvidence struct {
 	// Container is "zip:<path>" when the download is a zip around one
 	// installer and the package described is that installer.
 	Container string `json:"container,omitempty"`
+	// DiskImage is what a .dmg says about itself (its partitions, the
+	// filesystem read, its chunk types, its own code signature).
+	DiskImage *DiskImageEvidence `json:"disk_image,omitempty"`
+}
+
+// DiskImageEvidence describes a .dmg: the app path inside it, and its own
+// code signature superblob and stapled ticket (presence: the app's
+// signature is what is verified).
+type DiskImageEvidence struct {
+	Partitions   []string `json:"partitions"`
+	Filesystem   string   `json:"filesystem,omitempty"`
+	Chunks       []string `json:"chunks,omitempty"`
+	AppPath      string   `json:"app_path,omitempty"`
+	Signed       bool     `json:"signed"`
+	NotaryTicket bool     `json:"notary_ticket"`
 }
 
 type SignatureEvidence struct {
@@ -461,6 +476,13 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 		if rep.evidence.Package.BundleIDs == nil {
 			rep.evidence.Package.BundleIDs = []string{}
 		}
+		if d := id.DMG; d != nil {
+			rep.evidence.Package.DiskImage = &DiskImageEvidence{Partitions: d.Partitions, Filesystem: d.Filesystem, Chunks: d.Chunks,
+				AppPath: id.AppPath, Signed: d.Signed, NotaryTicket: d.NotaryTicket}
+			if d.Partitions == nil {
+				rep.evidence.Package.DiskImage.Partitions = []string{}
+			}
+		}
 	}
 	if err == nil {
 		err = pkgread.Match(id, app.BundleID)
@@ -498,6 +520,8 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 		sig, err = v.VerifyPE(ctx, f, size)
 	case pkgread.FormatMSI:
 		sig, err = v.VerifyMSI(ctx, f, size)
+	case pkgread.FormatDMG:
+		sig, err = v.VerifyDMGApp(ctx, f, size)
 	case pkgread.FormatUnknown:
 		err = nil // the package reason says it all
 	default:

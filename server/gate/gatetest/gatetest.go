@@ -8,6 +8,7 @@
 package gatetest
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/md5"
@@ -396,6 +397,31 @@ func App(bundleID string, o AppOptions) []byte {
 		files = append(files, fixture.File{Name: "Hello.app/Contents/CodeResources", Data: []byte("s8ChAAAAstapled-ticket")})
 	}
 	return fixture.Zip(append(files, o.Extra...)...)
+}
+
+// DMG returns a UDIF disk image (zlib chunks) of an HFS+ volume holding
+// the Hello.app App would zip, and an "Applications" link; Notarized
+// staples the ticket to the image's signature, as stapler does for a .dmg.
+func DMG(bundleID string, o AppOptions) []byte {
+	z := App(bundleID, AppOptions{Signer: o.Signer, Extra: o.Extra})
+	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		panic(err)
+	}
+	vol := []fixture.HFSFile{{Name: "Applications", Data: []byte("/Applications"), Mode: 0o120755}}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			panic(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			panic(err)
+		}
+		vol = append(vol, fixture.HFSFile{Name: f.Name, Data: b, Mode: uint16(0o100000 | f.Mode().Perm())})
+	}
+	return fixture.UDIF(fixture.Superblob(o.Notarized), fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", vol...)})
 }
 
 // WithFile is an extra file for AppOptions.Extra.

@@ -36,11 +36,17 @@ const (
 	variantMismatch    = "mismatch"    // declares <bundle_id>.mismatch: gate_bundle_mismatch
 	variantUnreadable  = "unreadable"  // an HTML page: gate_package_unknown_format
 	variantMissing     = "missing"     // 404: gate_download_failed
+	// .dmg only (a download_url ending in .dmg); other formats build the
+	// good package for them.
+	variantBomb = "bomb" // a chunk decoding to 80 MiB of zeros: gate_package_too_large
+	variantAPFS = "apfs" // an APFS volume: gate_package_apfs_unsupported
 )
 
 func variantOf(hostOrURL string) string {
 	switch l := firstLabel(hostOrURL); l {
 	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing:
+		return l
+	case variantBomb, variantAPFS:
 		return l
 	}
 	return variantGood
@@ -110,6 +116,9 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 	if platform == xpromo.PlatformWin {
 		return s.windowsPackage(declared, appName(bundleID), variant)
 	}
+	if format == formatDMG {
+		return s.dmgPackage(declared, appName(bundleID), variant)
+	}
 	return s.macPackage(declared, appName(bundleID), variant)
 }
 
@@ -117,6 +126,15 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 // executable signed with the Developer ID-shaped leaf (Info.plist and
 // CodeResources bound, hardened runtime), and a stapled ticket.
 func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
+	files, err := s.macApp(bundleID, name, variant)
+	if err != nil {
+		return nil, err
+	}
+	return zipOf(files)
+}
+
+// macApp is the files of the sandbox's <name>.app.
+func (s *Sandbox) macApp(bundleID, name, variant string) ([]zipFile, error) {
 	info, err := plist.MarshalIndent(map[string]any{
 		"CFBundleIdentifier":            bundleID,
 		"CFBundleExecutable":            name,
@@ -149,7 +167,7 @@ func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
 	if variant == variantInfected {
 		files = append(files, zipFile{name: app + "Resources/eicar.com", data: eicar, store: true})
 	}
-	return zipOf(files)
+	return files, nil
 }
 
 // windowsPackage is a PE executable with a VERSIONINFO resource
@@ -176,6 +194,9 @@ func (s *Sandbox) windowsPackage(bundleID, name, variant string) ([]byte, error)
 // formatMSI: a Windows download_url whose path ends in .msi gets an MSI.
 const formatMSI = "msi"
 
+// formatDMG: a macOS download_url whose path ends in .dmg gets a disk image.
+const formatDMG = "dmg"
+
 // formatOf is the package format a download URL asks for: "msi" for a path
 // ending in .msi (any case), "" (the platform's default) otherwise.
 func formatOf(rawURL string) string {
@@ -183,7 +204,57 @@ func formatOf(rawURL string) string {
 	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".msi") {
 		return formatMSI
 	}
+	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".dmg") {
+		return formatDMG
+	}
 	return ""
+}
+
+// dmgPackage is a UDIF disk image (zlib chunks, zero chunks for the empty
+// blocks, as hdiutil's UDZO) of an HFS+ volume holding the same <name>.app
+// as macPackage's zip and an "Applications" symbolic link. The notarisation
+// ticket is stapled to the image (its signature superblob's ticket slot),
+// as `stapler staple app.dmg` does, not to the app. The image's own
+// signature blob is a placeholder: the app's signature is what the gate
+// verifies.
+func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
+	if variant == variantAPFS {
+		nx := make([]byte, 64<<10)
+		copy(nx[32:], "NXSB")
+		return fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_APFS : 1)", Data: nx}), nil
+	}
+	files, err := s.macApp(bundleID, name, variantUnnotarized) // the ticket goes on the image
+	if variant == variantUnsigned {
+		files, err = s.macApp(bundleID, name, variant)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if variant == variantInfected {
+		files = append(files, zipFile{name: name + ".app/Contents/Resources/eicar.com", data: eicar})
+	}
+	vol := []fixture.HFSFile{{Name: "Applications", Data: []byte("/Applications"), Mode: 0o120755}}
+	for _, f := range files {
+		mode := uint16(0o100644)
+		if f.mode != 0 {
+			mode = 0o100000 | uint16(f.mode)
+		}
+		vol = append(vol, fixture.HFSFile{Name: f.name, Data: f.data, Mode: mode})
+	}
+	var sig []byte
+	if variant != variantUnsigned {
+		sig = fixture.Superblob(variant != variantUnnotarized)
+	}
+	part := fixture.UDIFPartition{Name: "disk image (Apple_HFS : 1)", Data: fixture.HFSPlus(name, vol...)}
+	switch variant {
+	case variantBomb:
+		part.Bomb = 80 << 20
+	case variantInfected: // stored, so that any scanner sees the EICAR bytes
+		part.Chunk = func(int, []byte) uint32 { return fixture.ChunkRaw }
+	}
+	return fixture.UDIF(sig,
+		fixture.UDIFPartition{Name: "Protective Master Boot Record (MBR : 0)", Data: make([]byte, 512)},
+		part), nil
 }
 
 // msiPackage is an MSI database whose ProductName is the bundle id and

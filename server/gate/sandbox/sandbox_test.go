@@ -197,6 +197,8 @@ func check(t *testing.T, s *Sandbox, d *gate.Download, platform xpromo.Platform,
 	switch {
 	case v.identity != nil && v.identity.Format == pkgread.FormatMSI:
 		v.signed, v.signErr = ver.VerifyMSI(ctx, f, d.Size)
+	case v.identity != nil && v.identity.Format == pkgread.FormatDMG:
+		v.signed, v.signErr = ver.VerifyDMGApp(ctx, f, d.Size)
 	case platform == xpromo.PlatformWin:
 		v.signed, v.signErr = ver.VerifyPE(ctx, f, d.Size)
 	default:
@@ -548,5 +550,38 @@ func TestFetcherMSI(t *testing.T) {
 	_, err = (&codesign.Verifier{Roots: other.Roots()}).VerifyMSI(context.Background(), file, d.Size)
 	if codesign.ReasonOf(err) != codesign.ReasonUntrustedSigner {
 		t.Fatalf("another sandbox's root: %v", err)
+	}
+}
+
+// A macOS download_url ending in .dmg gets a UDIF disk image of an HFS+
+// volume holding the app, through the same readers and verifiers.
+func TestFetcherDMG(t *testing.T) {
+	s := testSandbox(t)
+	f := s.Fetcher(nil)
+	const id = "com.acme.hello-world"
+	m := xpromo.PlatformMac
+	v := check(t, s, fetch(t, f, m, id, "https://example.com/downloads/Hello.DMG"), m, id)
+	if v.readErr != nil || v.signErr != nil || v.infected || v.identity.Format != pkgread.FormatDMG {
+		t.Fatalf("good dmg: read %v, sign %v, infected %v, %+v", v.readErr, v.signErr, v.infected, v.identity)
+	}
+	if v.identity.AppPath != "HelloWorld.app" || v.identity.DMG.Filesystem != "hfs+" || !v.signed.Notarized || v.signed.NotarySource != "stapled-dmg" || v.signed.TeamID != TeamID {
+		t.Fatalf("%+v %+v %+v", v.identity, v.identity.DMG, v.signed)
+	}
+	for _, c := range []struct {
+		host         string
+		read, sign   string
+		wantInfected bool
+	}{
+		{"unsigned", "", string(codesign.ReasonUnsigned), false},
+		{"unnotarized", "", string(codesign.ReasonNotNotarized), false},
+		{"infected", "", "", true},
+		{"mismatch", string(pkgread.ReasonBundleMismatch), "", false},
+		{"bomb", string(pkgread.ReasonPackageTooLarge), string(codesign.ReasonBinaryUnreadable), false},
+		{"apfs", string(pkgread.ReasonAPFSUnsupported), string(codesign.ReasonBinaryUnreadable), false},
+	} {
+		v := check(t, s, fetch(t, f, m, id, "https://"+c.host+".example.com/Hello.dmg"), m, id)
+		if string(pkgread.ReasonOf(v.readErr)) != c.read || string(codesign.ReasonOf(v.signErr)) != c.sign || v.infected != c.wantInfected {
+			t.Errorf("%s: read %v, sign %v, infected %v", c.host, v.readErr, v.signErr, v.infected)
+		}
 	}
 }
