@@ -8,6 +8,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/gate/gatetest"
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 )
@@ -74,4 +75,16 @@ func TestGateDMGRejections(t *testing.T) {
 			})
 		}
 	})
+}
+
+// `xpromo-server gate inspect app.dmg` says what the gate would record.
+func TestInspectDMG(t *testing.T) {
+	p := gatetest.Certs()
+	ins := inspectFile(t, gatetest.DMG("com.snip.app", gatetest.AppOptions{Signer: p.DevID, Notarized: true}), gate.InspectOptions{Roots: p.Root.Pool()})
+	assert.True(t, ins.Pass, ins.Details)
+	assert.Equal(t, "com.snip.app", ins.BundleID)
+	assert.Equal(t, "dmg", ins.Package.Format)
+	require.NotNil(t, ins.Package.DiskImage)
+	assert.Equal(t, []string{"zlib"}, ins.Package.DiskImage.Chunks)
+	assert.Equal(t, "TEAM123456", ins.Signature.TeamID)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/gate"
@@ -87,6 +88,10 @@ func printInspection(w io.Writer, ins *gate.Inspection) {
 		fmt.Fprintf(w, "format:     %s (%s)\n", pk.Format, pk.Platform)
 		if pk.Container != "" {
 			fmt.Fprintf(w, "inside:     %s\n", pk.Container)
+		}
+		if d := pk.DiskImage; d != nil {
+			fmt.Fprintf(w, "disk image: %s volume, chunks %s, app %q, image signature %v, stapled ticket %v\n",
+				d.Filesystem, strings.Join(d.Chunks, "+"), d.AppPath, d.Signed, d.NotaryTicket)
 		}
 		fmt.Fprintf(w, "identity:   %q", pk.BundleIDs)
 		if pk.Name != "" {

@@ -43,3 +43,20 @@ func TestGateInspect(t *testing.T) {
 	assert.Equal(t, exitUsage, run(t.Context(), []string{"gate"}, envMap(nil), &stdout, &stderr))
 	assert.Equal(t, exitFail, run(t.Context(), []string{"gate", "inspect", filepath.Join(dir, "missing")}, envMap(nil), &stdout, &stderr))
 }
+
+func TestGateInspectDMG(t *testing.T) {
+	dir := t.TempDir()
+	p := gatetest.Certs()
+	roots, _ := p.Root.WritePEM(dir)
+	img := filepath.Join(dir, "Hello.dmg")
+	require.NoError(t, os.WriteFile(img, gatetest.DMG("com.snip.app", gatetest.AppOptions{Signer: p.DevID, Notarized: true}), 0o600))
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"gate", "inspect", img, "--roots-file", roots}, envMap(nil), &stdout, &stderr)
+	assert.Equal(t, exitOK, code, stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "format:     dmg (macos)")
+	assert.Contains(t, out, `disk image: hfs+ volume, chunks zlib, app "Hello.app", image signature true, stapled ticket true`)
+	assert.Contains(t, out, "identifier: com.snip.app (team TEAM123456)")
+	assert.Contains(t, out, "signed:      pass")
+	t.Log(out)
+}
