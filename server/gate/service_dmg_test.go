@@ -16,8 +16,19 @@ import (
 // A .dmg holding a signed app on an HFS+ volume, notarised on the image,
 // goes through the zipped app's checks to approved.
 func TestGateApprovesASignedDMG(t *testing.T) {
+	for _, format := range []string{"dmg", "zip around a dmg"} {
+		t.Run(format, func(t *testing.T) { approvesSignedDMG(t, format) })
+	}
+}
+
+func approvesSignedDMG(t *testing.T, format string) {
 	sandboxWorlds(t, func(t *testing.T, w *world) {
-		a := w.register(appSpec{pkg: gatetest.DMG("com.snip.app", gatetest.AppOptions{Signer: gatetest.Certs().DevID, Notarized: true})})
+		pkg := gatetest.DMG("com.snip.app", gatetest.AppOptions{Signer: gatetest.Certs().DevID, Notarized: true})
+		container := ""
+		if format == "zip around a dmg" {
+			pkg, container = fixture.Zip(fixture.File{Name: "Snip-1.0.dmg", Data: pkg}), "zip:Snip-1.0.dmg"
+		}
+		a := w.register(appSpec{pkg: pkg})
 		w.run()
 		m, ok := w.inbox.Last(a.ContactEmail)
 		require.True(t, ok)
@@ -28,6 +39,7 @@ func TestGateApprovesASignedDMG(t *testing.T) {
 		assert.Equal(t, xpromo.AppStatusApproved, sc.Status, sc.Reasons)
 		res := w.lastResult(a.ID)
 		assert.Equal(t, "dmg", res.Evidence.Package.Format)
+		assert.Equal(t, container, res.Evidence.Package.Container)
 		assert.Equal(t, []string{"com.snip.app"}, res.Evidence.Package.BundleIDs)
 		require.NotNil(t, res.Evidence.Package.DiskImage)
 		assert.Equal(t, "hfs+", res.Evidence.Package.DiskImage.Filesystem)

@@ -33,6 +33,29 @@ func TestUnwrapOneInstaller(t *testing.T) {
 	}
 }
 
+func TestUnwrapOneDiskImage(t *testing.T) {
+	img := helloDMG("", "com.example.hello")
+	n, err := unwrap(t, fixture.Zip(fixture.File{Name: "Hello-1.0.dmg", Data: img}, fixture.File{Name: "LICENSE", Data: []byte("MIT")}), 0)
+	if err != nil || n == nil || n.Path != "Hello-1.0.dmg" {
+		t.Fatalf("%+v %v", n, err)
+	}
+	id, err := Reader{}.Read(context.Background(), n.File, n.Size)
+	if err != nil || id.Format != FormatDMG || id.BundleIDs[0] != "com.example.hello" {
+		t.Fatalf("%+v %v", id, err)
+	}
+	for name, z := range map[string][]byte{
+		"two images":                fixture.Zip(fixture.File{Name: "a.dmg", Data: img}, fixture.File{Name: "b.dmg", Data: img}),
+		"an image and an installer": fixture.Zip(fixture.File{Name: "a.dmg", Data: img}, fixture.File{Name: "setup.exe", Data: fixture.PE(map[string]string{"InternalName": "x"})}),
+		"not an image":              fixture.Zip(fixture.File{Name: "a.dmg", Data: []byte("<html>")}),
+	} {
+		if n, err := unwrap(t, z, 0); err != nil || (n != nil && name != "an image and an installer") {
+			t.Errorf("%s: %+v %v", name, n, err)
+		} else if n != nil && n.Path != "setup.exe" {
+			t.Errorf("%s: %+v", name, n)
+		}
+	}
+}
+
 func TestUnwrapLeavesOthersAlone(t *testing.T) {
 	exe := fixture.PE(map[string]string{"InternalName": "x"})
 	for name, z := range map[string][]byte{
