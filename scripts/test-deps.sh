@@ -38,6 +38,12 @@ declare -A need=(
 	[clamd]=clamav-daemon
 	[node]=nodejs
 	[npm]=npm
+	# .dmg (server/gate/udif, hfsplus, pkgread, codesign): xorrisofs writes an
+	# HFS+ volume; 7zz, dmg2img and sleuthkit's fls read the fixtures back.
+	[xorrisofs]=xorriso
+	[7zz]=7zip
+	[dmg2img]=dmg2img
+	[fls]=sleuthkit
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -21,6 +21,9 @@
 //     marker (OID 1.2.840.113635.100.6.1.13) on the leaf. Ad-hoc signatures
 //     (no CMS, as the Go linker writes) count as unsigned. Universal binaries:
 //     every architecture must verify.
+//   - A .dmg (VerifyDMGApp): the app on the image's HFS+ volume, read with
+//     pkgread.OpenDMG, gets VerifyApp's checks; a ticket stapled to the
+//     image (its signature's ticket slot) also counts as notarisation.
 //   - Notarisation (VerifyApp): a stapled ticket in the app
 //     (Contents/CodeResources, which stapler writes and the signature does not
 //     seal) or in the signature's ticket slot; its presence only — Apple does

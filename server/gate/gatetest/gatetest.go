@@ -402,7 +402,8 @@ func App(bundleID string, o AppOptions) []byte {
 // DMG returns a UDIF disk image (zlib chunks) of an HFS+ volume holding
 // the Hello.app App would zip, and an "Applications" link; Notarized
 // staples the ticket to the image's signature, as stapler does for a .dmg.
-func DMG(bundleID string, o AppOptions) []byte {
+// extra are further files of the volume.
+func DMG(bundleID string, o AppOptions, extra ...fixture.HFSFile) []byte {
 	z := App(bundleID, AppOptions{Signer: o.Signer, Extra: o.Extra})
 	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
 	if err != nil {
@@ -421,7 +422,7 @@ func DMG(bundleID string, o AppOptions) []byte {
 		}
 		vol = append(vol, fixture.HFSFile{Name: f.Name, Data: b, Mode: uint16(0o100000 | f.Mode().Perm())})
 	}
-	return fixture.UDIF(fixture.Superblob(o.Notarized), fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", vol...)})
+	return fixture.UDIF(fixture.Superblob(o.Notarized), fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", append(vol, extra...)...)})
 }
 
 // WithFile is an extra file for AppOptions.Extra.
