@@ -131,15 +131,18 @@ type PackageEvidence struct {
 }
 
 // DiskImageEvidence describes a .dmg: the app path inside it, and its own
-// code signature superblob and stapled ticket (presence: the app's
-// signature is what is verified).
+// code signature: Signed and NotaryTicket say the trailer points at one
+// (and it has a ticket slot); SignatureVerified that it verified, by
+// Signer (the leaf's common name), as the app's signature did.
 type DiskImageEvidence struct {
-	Partitions   []string `json:"partitions"`
-	Filesystem   string   `json:"filesystem,omitempty"`
-	Chunks       []string `json:"chunks,omitempty"`
-	AppPath      string   `json:"app_path,omitempty"`
-	Signed       bool     `json:"signed"`
-	NotaryTicket bool     `json:"notary_ticket"`
+	Partitions        []string `json:"partitions"`
+	Filesystem        string   `json:"filesystem,omitempty"`
+	Chunks            []string `json:"chunks,omitempty"`
+	AppPath           string   `json:"app_path,omitempty"`
+	Signed            bool     `json:"signed"`
+	NotaryTicket      bool     `json:"notary_ticket"`
+	SignatureVerified bool     `json:"signature_verified"`
+	Signer            string   `json:"signer,omitempty"`
 }
 
 type SignatureEvidence struct {
@@ -530,6 +533,9 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 	}
 	if sig != nil {
 		rep.evidence.Signature = SignatureEvidenceOf(sig, id)
+		if pk := rep.evidence.Package; sig.Image != nil && pk != nil && pk.DiskImage != nil {
+			pk.DiskImage.SignatureVerified, pk.DiskImage.Signer = true, sig.Image.SignerCommonName
+		}
 	}
 	switch {
 	case err != nil:

@@ -46,6 +46,8 @@ func approvesSignedDMG(t *testing.T, format string) {
 		assert.Equal(t, "Hello.app", res.Evidence.Package.DiskImage.AppPath)
 		assert.True(t, res.Evidence.Package.DiskImage.Signed)
 		assert.True(t, res.Evidence.Package.DiskImage.NotaryTicket)
+		assert.True(t, res.Evidence.Package.DiskImage.SignatureVerified)
+		assert.Equal(t, "Developer ID Application: Example Ltd (TEAM123456)", res.Evidence.Package.DiskImage.Signer)
 		assert.Equal(t, "macho", res.Evidence.Signature.Kind)
 		assert.Equal(t, "TEAM123456", res.Evidence.Signature.TeamID)
 		assert.True(t, res.Evidence.Signature.Notarized)

@@ -90,8 +90,8 @@ func printInspection(w io.Writer, ins *gate.Inspection) {
 			fmt.Fprintf(w, "inside:     %s\n", pk.Container)
 		}
 		if d := pk.DiskImage; d != nil {
-			fmt.Fprintf(w, "disk image: %s volume, chunks %s, app %q, image signature %v, stapled ticket %v\n",
-				d.Filesystem, strings.Join(d.Chunks, "+"), d.AppPath, d.Signed, d.NotaryTicket)
+			fmt.Fprintf(w, "disk image: %s volume, chunks %s, app %q, image signature %v (verified %v %s), stapled ticket %v\n",
+				d.Filesystem, strings.Join(d.Chunks, "+"), d.AppPath, d.Signed, d.SignatureVerified, d.Signer, d.NotaryTicket)
 		}
 		fmt.Fprintf(w, "identity:   %q", pk.BundleIDs)
 		if pk.Name != "" {

@@ -55,7 +55,7 @@ func TestGateInspectDMG(t *testing.T) {
 	assert.Equal(t, exitOK, code, stderr.String())
 	out := stdout.String()
 	assert.Contains(t, out, "format:     dmg (macos)")
-	assert.Contains(t, out, `disk image: hfs+ volume, chunks zlib, app "Hello.app", image signature true, stapled ticket true`)
+	assert.Contains(t, out, `disk image: hfs+ volume, chunks zlib, app "Hello.app", image signature true (verified true Developer ID Application: Example Ltd (TEAM123456)), stapled ticket true`)
 	assert.Contains(t, out, "identifier: com.snip.app (team TEAM123456)")
 	assert.Contains(t, out, "signed:      pass")
 	t.Log(out)

@@ -22,8 +22,10 @@
 //     (no CMS, as the Go linker writes) count as unsigned. Universal binaries:
 //     every architecture must verify.
 //   - A .dmg (VerifyDMGApp): the app on the image's HFS+ volume, read with
-//     pkgread.OpenDMG, gets VerifyApp's checks; a ticket stapled to the
-//     image (its signature's ticket slot) also counts as notarisation.
+//     pkgread.OpenDMG, gets VerifyApp's checks; the image's own signature,
+//     when it has one, must verify (VerifyDMGSignature: relic's
+//     lib/fruit/dmg, the chain rules of a Mach-O, the app's team), and a
+//     ticket stapled to it also counts as notarisation.
 //   - Notarisation (VerifyApp): a stapled ticket in the app
 //     (Contents/CodeResources, which stapler writes and the signature does not
 //     seal) or in the signature's ticket slot; its presence only — Apple does
@@ -35,7 +37,7 @@
 // What it does not do: trust the system roots (Debian's are Mozilla's TLS
 // roots; the gate configures its code-signing roots explicitly: Microsoft's
 // code-signing CAs for Windows, Apple Root CA for macOS), check revocation
-// (no CRL/OCSP fetching), verify MSIX/.pkg/.dmg container signatures,
+// (no CRL/OCSP fetching), verify MSIX/.pkg container signatures,
 // or decide what the signer's identity must be — the caller compares
 // Result.Signer and Result.SigningIdentity with the app's declared
 // publisher and bundle_id.
@@ -153,7 +155,11 @@ type Result struct {
 	CDHashes        [][]byte // per architecture: the first 20 bytes of the CodeDirectory's hash
 	HardenedRuntime bool
 	Notarized       bool   // a stapled ticket was found
-	NotarySource    string // "stapled-bundle" or "stapled-signature"
+	NotarySource    string // "stapled-bundle", "stapled-signature" or "stapled-dmg"
+
+	// Image is a .dmg's own signature, verified (VerifyDMGApp), when the
+	// image is signed.
+	Image *Result
 }
 
 func describeLeaf(r *Result, leaf *x509.Certificate) {

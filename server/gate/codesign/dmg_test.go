@@ -3,6 +3,7 @@ package codesign
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,10 +25,16 @@ func appVolumeFiles(exe, plist, ticket []byte) []fixture.HFSFile {
 	return files
 }
 
-// dmgApp is a UDZO-shaped image of an HFS+ volume holding Hello.app; its
-// own signature superblob carries a stapled ticket when dmgTicket is set.
+// dmgApp is a UDZO-shaped image of an HFS+ volume holding Hello.app,
+// signed by the Developer ID leaf; its signature carries a stapled ticket
+// when dmgTicket is set.
 func dmgApp(volume []byte, dmgTicket bool) []byte {
-	return fixture.UDIF(fixture.Superblob(dmgTicket), fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: volume, ChunkSectors: 8})
+	img := fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: volume, ChunkSectors: 8})
+	var ticket []byte
+	if dmgTicket {
+		ticket = []byte("s8ChAAAA-dmg-ticket")
+	}
+	return fixture.SignDMG(img, testMacPKI().devID, ticket)
 }
 
 func verifyDMG(t *testing.T, v *Verifier, b []byte) (*Result, error) {
@@ -44,6 +51,45 @@ func TestDMGAppNotarizedOnTheImage(t *testing.T) {
 	if !res.Notarized || res.NotarySource != "stapled-dmg" || res.SigningIdentity != "com.example.hello" || res.TeamID != "TEAM123456" {
 		t.Fatalf("%+v", res)
 	}
+	if res.Image == nil || res.Image.Kind != "dmg" || res.Image.TeamID != "TEAM123456" || res.Image.NotarySource != "stapled-signature" {
+		t.Fatalf("the image's signature: %+v", res.Image)
+	}
+}
+
+func TestDMGSignature(t *testing.T) {
+	p := testMacPKI()
+	v := &Verifier{Roots: p.root.Pool()}
+	vol := fixture.HFSPlus("Hello", appVolumeFiles(signedHelloApp(), helloPlist, nil)...)
+	signed := dmgApp(vol, false)
+	res, err := v.VerifyDMGSignature(context.Background(), bytes.NewReader(signed), int64(len(signed)))
+	if err != nil || res.Notarized || res.SignerOrganization != "Example Ltd" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// A byte of the resource fork changed after signing (whitespace, so the
+	// image still reads): the page hashes catch it.
+	tampered := bytes.Clone(signed)
+	tampered[bytes.Index(tampered, []byte("\t<key>"))] = ' '
+	_, err = verifyDMG(t, v, tampered)
+	wantReason(t, err, ReasonSignatureInvalid)
+	// An unsigned image of a signed app verifies (the app's signature is
+	// what counts), but has no image ticket.
+	unsigned := fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: vol})
+	_, err = verifyDMG(t, v, unsigned)
+	wantReason(t, err, ReasonNotNotarized)
+	_, err = v.VerifyDMGSignature(context.Background(), bytes.NewReader(unsigned), int64(len(unsigned)))
+	wantReason(t, err, ReasonUnsigned)
+	// A placeholder superblob (a CMS slot with no CMS) and a ticket: not a
+	// signature, so the ticket does not count.
+	fake := fixture.UDIF(fixture.Superblob(true), fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: vol})
+	_, err = verifyDMG(t, v, fake)
+	if r := ReasonOf(err); r != ReasonUnsigned && r != ReasonSignatureInvalid {
+		t.Fatalf("a placeholder image signature: %v", err)
+	}
+	// The image signed by another team than the app's.
+	other := p.root.Issue(fixture.CertOptions{CommonName: "Developer ID Application: Other (TEAM999999)", OrgUnit: "TEAM999999",
+		EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}, DeveloperID: true})
+	_, err = verifyDMG(t, v, fixture.SignDMG(unsigned, other, []byte("ticket")))
+	wantReason(t, err, ReasonSignatureInvalid)
 }
 
 func TestDMGAppNotarizedInTheBundle(t *testing.T) {

@@ -400,8 +400,9 @@ func App(bundleID string, o AppOptions) []byte {
 }
 
 // DMG returns a UDIF disk image (zlib chunks) of an HFS+ volume holding
-// the Hello.app App would zip, and an "Applications" link; Notarized
-// staples the ticket to the image's signature, as stapler does for a .dmg.
+// the Hello.app App would zip, and an "Applications" link, signed by
+// o.Signer too (nil: unsigned); Notarized staples the ticket to the image's
+// signature, as stapler does for a .dmg.
 // extra are further files of the volume.
 func DMG(bundleID string, o AppOptions, extra ...fixture.HFSFile) []byte {
 	z := App(bundleID, AppOptions{Signer: o.Signer, Extra: o.Extra})
@@ -422,7 +423,15 @@ func DMG(bundleID string, o AppOptions, extra ...fixture.HFSFile) []byte {
 		}
 		vol = append(vol, fixture.HFSFile{Name: f.Name, Data: b, Mode: uint16(0o100000 | f.Mode().Perm())})
 	}
-	return fixture.UDIF(fixture.Superblob(o.Notarized), fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", append(vol, extra...)...)})
+	img := fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", append(vol, extra...)...)})
+	if o.Signer == nil {
+		return img
+	}
+	var ticket []byte
+	if o.Notarized {
+		ticket = []byte("s8ChAAAAstapled-dmg-ticket")
+	}
+	return fixture.SignDMG(img, o.Signer, ticket)
 }
 
 // WithFile is an extra file for AppOptions.Extra.

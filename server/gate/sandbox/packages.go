@@ -214,9 +214,8 @@ func formatOf(rawURL string) string {
 // blocks, as hdiutil's UDZO) of an HFS+ volume holding the same <name>.app
 // as macPackage's zip and an "Applications" symbolic link. The notarisation
 // ticket is stapled to the image (its signature superblob's ticket slot),
-// as `stapler staple app.dmg` does, not to the app. The image's own
-// signature blob is a placeholder: the app's signature is what the gate
-// verifies.
+// as `stapler staple app.dmg` does, not to the app; the image is signed
+// (relic's DMG signer) by the same Developer ID-shaped leaf as the app.
 func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 	if variant == variantAPFS {
 		nx := make([]byte, 64<<10)
@@ -241,10 +240,6 @@ func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 		}
 		vol = append(vol, fixture.HFSFile{Name: f.name, Data: f.data, Mode: mode})
 	}
-	var sig []byte
-	if variant != variantUnsigned {
-		sig = fixture.Superblob(variant != variantUnnotarized)
-	}
 	part := fixture.UDIFPartition{Name: "disk image (Apple_HFS : 1)", Data: fixture.HFSPlus(name, vol...)}
 	switch variant {
 	case variantBomb:
@@ -252,9 +247,16 @@ func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 	case variantInfected: // stored, so that any scanner sees the EICAR bytes
 		part.Chunk = func(int, []byte) uint32 { return fixture.ChunkRaw }
 	}
-	return fixture.UDIF(sig,
+	img := fixture.UDIF(nil,
 		fixture.UDIFPartition{Name: "Protective Master Boot Record (MBR : 0)", Data: make([]byte, 512)},
-		part), nil
+		part)
+	switch variant {
+	case variantUnsigned:
+		return img, nil
+	case variantUnnotarized:
+		return fixture.SignDMGWith(img, s.pki.developer, nil), nil
+	}
+	return fixture.SignDMGWith(img, s.pki.developer, ticket), nil
 }
 
 // msiPackage is an MSI database whose ProductName is the bundle id and
