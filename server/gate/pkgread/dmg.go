@@ -53,10 +53,18 @@ type DiskImage struct {
 // it): the trailer and chunk tables (server/gate/udif), the HFS+ partition
 // (server/gate/hfsplus), and the shallowest X.app at the volume's root or
 // one folder down. Chunks are decoded only as the reads reach them.
-func OpenDMG(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*DiskImage, error) {
+func OpenDMG(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (di *DiskImage, err error) {
 	lim = lim.withDefaults()
 	id := &Identity{Format: FormatDMG, Platform: MacOS, DMG: &DMGInfo{}}
-	di := &DiskImage{Identity: id}
+	di = &DiskImage{Identity: id}
+	defer func() {
+		// Our own readers see hostile bytes too; callers other than Read
+		// (the signature check) get the same guard.
+		if p := recover(); p != nil {
+			di.Volume = nil
+			err = fail(ReasonPackageUnreadable, FormatDMG, nil, "parser failure: %v", p)
+		}
+	}()
 	img, err := udif.Open(ra, size, udif.Limits{
 		MaxXMLBytes: lim.MaxTOCBytes,
 		CheckPlist:  func(raw []byte) error { return checkPlist(raw, lim, FormatDMG, "the resource fork") },

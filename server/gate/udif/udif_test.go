@@ -180,7 +180,7 @@ func FuzzUDIF(f *testing.F) {
 		return []uint32{fixture.ChunkRaw, fixture.ChunkADC, fixture.ChunkZero}[i%3]
 	}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		im, err := Open(bytes.NewReader(b), int64(len(b)), Limits{MaxDecompressedBytes: 64 << 20, MaxChunkBytes: 4 << 20})
+		im, err := Open(bytes.NewReader(b), int64(len(b)), Limits{MaxDecompressedBytes: 8 << 20, MaxChunkBytes: 1 << 20})
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {
@@ -190,7 +190,7 @@ func FuzzUDIF(f *testing.F) {
 		}
 		for _, p := range im.Partitions {
 			buf := make([]byte, 4096)
-			for off := int64(0); off < min(p.Size(), 1<<20); off += 4096 {
+			for off := int64(0); off < min(p.Size(), 256<<10); off += 4096 {
 				if _, err := p.ReadAt(buf, off); err != nil && err != io.EOF {
 					var e *Error
 					if !errors.As(err, &e) {
