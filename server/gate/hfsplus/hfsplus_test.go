@@ -20,12 +20,17 @@ import (
 func appFiles() []fixture.HFSFile {
 	exe := make([]byte, 10000)
 	rand.New(rand.NewSource(2)).Read(exe)
+	frag := make([]byte, 25*4096-100)
+	rand.New(rand.NewSource(3)).Read(frag)
 	return []fixture.HFSFile{
 		{Name: "Hello.app/Contents/Info.plist", Data: fixture.InfoPlist("com.example.hello", "Hello", false)},
 		{Name: "Hello.app/Contents/MacOS/Hello", Data: exe, Mode: 0o100755},
 		{Name: "Hello.app/Contents/Resources/", Mode: 0},
 		{Name: "Applications", Data: []byte("/Applications"), Mode: 0o120755},
 		{Name: ".background/bg.png", Data: bytes.Repeat([]byte("png"), 3000)},
+		// 25 blocks in 20 runs: 8 in the catalog record, 12 in two extents
+		// overflow records.
+		{Name: "Hello.app/Contents/Resources/fragmented.bin", Data: frag, Extents: 20},
 	}
 }
 
@@ -60,6 +65,9 @@ func TestFixtureVolumeIsAnFS(t *testing.T) {
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Errorf("Applications: %v, %v (want a symlink)", fi, err)
 	}
+	if f, err := v.Open("Hello.app/Contents/Resources/fragmented.bin"); err != nil || len(f.(*File).fork.extents) != 20 {
+		t.Errorf("the fragmented file: %v (want 20 extents, 12 from the overflow tree)", err)
+	}
 	// HFS+ names compare without case.
 	if _, err := fs.Stat(v, "hello.app/contents/info.plist"); err != nil {
 		t.Errorf("a case-insensitive lookup: %v", err)
@@ -76,7 +84,7 @@ func TestCompressedFilesAreRefused(t *testing.T) {
 }
 
 // catalogLeaf is the byte offset of the fixture's catalog leaf node.
-const catalogLeaf = 4*4096 + 8192
+const catalogLeaf = 6*4096 + 8192
 
 func TestHostileCatalogs(t *testing.T) {
 	good := fixture.HFSPlus("Hello", appFiles()...)
@@ -90,9 +98,9 @@ func TestHostileCatalogs(t *testing.T) {
 			be.PutUint16(b[catalogLeaf+8192-4:], 9000)
 		}, ReasonUnreadable},
 		"too many records":   {func(b []byte) { be.PutUint16(b[catalogLeaf+10:], 5000) }, ReasonUnreadable},
-		"tree too deep":      {func(b []byte) { be.PutUint16(b[4*4096+14:], 100) }, ReasonTooDeep},
-		"root past the tree": {func(b []byte) { be.PutUint32(b[4*4096+16:], 99) }, ReasonUnreadable},
-		"bad node size":      {func(b []byte) { be.PutUint16(b[4*4096+14+18:], 1000) }, ReasonUnreadable},
+		"tree too deep":      {func(b []byte) { be.PutUint16(b[6*4096+14:], 100) }, ReasonTooDeep},
+		"root past the tree": {func(b []byte) { be.PutUint32(b[6*4096+16:], 99) }, ReasonUnreadable},
+		"bad node size":      {func(b []byte) { be.PutUint16(b[6*4096+14+18:], 1000) }, ReasonUnreadable},
 		"not a volume":       {func(b []byte) { b[1024] = 'X' }, ReasonUnreadable},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -201,7 +209,17 @@ func TestVolumesAgreeWithSleuthkit(t *testing.T) {
 				t.Fatalf("fls: %v\n%s", err, out)
 			}
 			var theirs []string
+			icat := needTool(t, "icat")
 			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasSuffix(line, "\tHello.app/Contents/Resources/fragmented.bin") && name == "fixture" {
+					// sleuthkit follows the extents overflow tree too
+					inode := strings.TrimSuffix(strings.Fields(line)[1], ":")
+					got, err := exec.Command(icat, "-f", "hfs", img, inode).Output()
+					want, _ := fs.ReadFile(v, "Hello.app/Contents/Resources/fragmented.bin")
+					if err != nil || !bytes.Equal(got, want) {
+						t.Errorf("icat of the fragmented file: %d bytes, %v", len(got), err)
+					}
+				}
 				// "r/r 20:	Hello.app/Contents/Info.plist"
 				_, p, ok := strings.Cut(line, ":\t")
 				if !ok || strings.HasPrefix(p, "$") || strings.HasPrefix(p, "^^^") || strings.Contains(p, "HFS+ Private Data") {
