@@ -318,7 +318,7 @@ func init() {
 	def(InvalidEventType, 422, "`events` of a webhook endpoint is empty, names a type twice or a type that does not exist; or the `type` filter of the events API names one that does not exist (docs/webhooks.md lists them).")
 	def(TooManyWebhookEndpoints, 409, "The app already has 10 webhook endpoints; delete one first.")
 	def(WebhookEndpointDisabled, 409, "Redelivery to a disabled webhook endpoint; enable it first (PATCH `status: enabled`).")
-	def(GatePackageUnsupportedCompression, 422, "A vetting-gate reason, not an error response: a `.dmg` stores the part the gate reads in chunks it does not decode — LZFSE (`ULFO`) or LZMA (`ULMO`) — or an HFS+ file the gate reads is transparently compressed (decmpfs); build the image as `UDZO` (zlib) or `UDBZ` (bzip2) (docs/gate.md, `.dmg`).")
+	def(GatePackageUnsupportedCompression, 422, "A vetting-gate reason, not an error response: a `.dmg` stores the part the gate reads in chunks it does not decode — LZFSE (`ULFO`) or LZMA (`ULMO`) — or an HFS+ file the gate reads is transparently compressed with LZVN or LZFSE (decmpfs types 7, 8, 11, 12; zlib is read); build the image as `UDZO` (zlib) or `UDBZ` (bzip2) (docs/gate.md, `.dmg`).")
 	def(GatePackageAPFSUnsupported, 422, "A vetting-gate reason, not an error response: the `.dmg` holds an APFS volume, which the gate does not read yet; build the image with an HFS+ filesystem (`hdiutil create -fs HFS+`, electron-builder's default) (docs/gate.md, `.dmg`).")
 }
 

@@ -92,6 +92,21 @@ func TestDMGSignature(t *testing.T) {
 	wantReason(t, err, ReasonSignatureInvalid)
 }
 
+// An app copied onto the volume with HFS+ compression (ditto
+// --hfsCompression): every file decmpfs-compressed, the executable in the
+// resource fork.
+func TestDMGAppCompressed(t *testing.T) {
+	files := appVolumeFiles(signedHelloApp(), helloPlist, nil)
+	for i := range files {
+		files[i].Compress = files[i].Mode != 0o120755
+	}
+	v := &Verifier{Roots: testMacPKI().root.Pool()}
+	res, err := verifyDMG(t, v, dmgApp(fixture.HFSPlus("Hello", files...), true))
+	if err != nil || res.NotarySource != "stapled-dmg" {
+		t.Fatalf("%+v, %v", res, err)
+	}
+}
+
 func TestDMGAppNotarizedInTheBundle(t *testing.T) {
 	v := &Verifier{Roots: testMacPKI().root.Pool()}
 	res, err := verifyDMG(t, v, dmgApp(fixture.HFSPlus("Hello", appVolumeFiles(signedHelloApp(), helloPlist, []byte("s8ChAAAAstapled"))...), false))

@@ -9,9 +9,11 @@
 // lengths, the tree height, the number of nodes read over the Volume's life,
 // the entries of one folder and the extents of one file are bounded
 // (Limits), leaf chains that loop are cut, and a fork's blocks must lie
-// inside the device. Hard links, symbolic links and transparently
-// compressed files (decmpfs) are listed but not read: opening their data is
-// ReasonUnsupportedCompression (compressed) or fs.ErrInvalid.
+// inside the device. Transparently compressed files (decmpfs, the
+// com.apple.decmpfs attribute of the attributes B-tree) are read when
+// zlib-compressed, inline or in the resource fork (decmpfs.go); LZVN/LZFSE
+// ones are ReasonUnsupportedCompression. Hard links and symbolic links are
+// listed but not read (fs.ErrInvalid).
 package hfsplus
 
 import (
@@ -73,35 +75,37 @@ func (l Limits) withDefaults() Limits {
 }
 
 const (
-	rootFolderID   = 2
-	extentsFileID  = 3
-	catalogFileID  = 4
-	recFolder      = 1
-	recFile        = 2
-	ufCompressed   = 0x20 // BSD flag: the data is in com.apple.decmpfs
-	maxNameUnits   = 255
-	sigHFSPlus     = 0x482B // "H+"
-	sigHFSX        = 0x4858 // "HX"
-	sigHFSWrapper  = 0x4244 // "BD": an HFS volume embedding an HFS+ one
-	modeTypeMask   = 0o170000
-	modeDir        = 0o040000
-	modeRegular    = 0o100000
-	modeSymlink    = 0o120000
-	hfsEpochOffset = 2082844800 // seconds from 1904-01-01 to 1970-01-01
+	rootFolderID     = 2
+	extentsFileID    = 3
+	catalogFileID    = 4
+	attributesFileID = 8
+	recFolder        = 1
+	recFile          = 2
+	ufCompressed     = 0x20 // BSD flag: the data is in com.apple.decmpfs
+	maxNameUnits     = 255
+	sigHFSPlus       = 0x482B // "H+"
+	sigHFSX          = 0x4858 // "HX"
+	sigHFSWrapper    = 0x4244 // "BD": an HFS volume embedding an HFS+ one
+	modeTypeMask     = 0o170000
+	modeDir          = 0o040000
+	modeRegular      = 0o100000
+	modeSymlink      = 0o120000
+	hfsEpochOffset   = 2082844800 // seconds from 1904-01-01 to 1970-01-01
 )
 
 // Volume is an opened HFS+ volume. It implements fs.FS; paths are the
 // volume's names joined by "/" (a "/" inside an HFS+ name reads as ":").
 type Volume struct {
-	dev       io.ReaderAt
-	devSize   int64
-	base      int64 // the volume's offset on the device (an HFS wrapper moves it)
-	blockSize int64
-	lim       Limits
-	catalog   *btree
-	extents   *btree
-	Name      string // the volume name (the root folder's)
-	HFSX      bool
+	dev        io.ReaderAt
+	devSize    int64
+	base       int64 // the volume's offset on the device (an HFS wrapper moves it)
+	blockSize  int64
+	lim        Limits
+	catalog    *btree
+	extents    *btree
+	attributes *btree // nil on a volume without extended attributes
+	Name       string // the volume name (the root folder's)
+	HFSX       bool
 
 	mu        sync.Mutex
 	nodeReads int
@@ -168,8 +172,19 @@ func Open(dev io.ReaderAt, devSize int64, lim Limits) (*Volume, error) {
 	if v.extents, err = v.openTree("extents", v.forkReader(parseFork(vh[192:]), nil)); err != nil {
 		return nil, err
 	}
+	// The attributes tree (extended attributes: com.apple.decmpfs) is
+	// optional.
+	if af := parseFork(vh[352:]); af.size > 0 {
+		attrs, err := v.fullFork(attributesFileID, 0, af)
+		if err != nil {
+			return nil, err
+		}
+		if v.attributes, err = v.openTree("attributes", attrs); err != nil {
+			return nil, err
+		}
+	}
 	catFork := parseFork(vh[272:])
-	cat, err := v.fullFork(catalogFileID, catFork)
+	cat, err := v.fullFork(catalogFileID, 0, catFork)
 	if err != nil {
 		return nil, err
 	}
@@ -194,14 +209,14 @@ func (v *Volume) forkReader(f forkData, more []extent) *forkFile {
 }
 
 // fullFork is a file's data fork with its overflow extents.
-func (v *Volume) fullFork(fileID uint32, f forkData) (*forkFile, error) {
+func (v *Volume) fullFork(fileID uint32, forkType uint8, f forkData) (*forkFile, error) {
 	var have uint64
 	for _, e := range f.extents {
 		have += uint64(e.count)
 	}
 	var more []extent
 	for have < uint64(f.blocks) && v.extents != nil {
-		recs, err := v.findExtents(fileID, uint32(have))
+		recs, err := v.findExtents(fileID, forkType, uint32(have))
 		if err != nil {
 			return nil, err
 		}
@@ -437,7 +452,7 @@ func (v *Volume) scan(t *btree, n uint32, fn func(key, data []byte) (more bool, 
 
 // findExtents returns the overflow extents of a data fork that start at
 // file block start.
-func (v *Volume) findExtents(fileID, start uint32) ([]extent, error) {
+func (v *Volume) findExtents(fileID uint32, forkType uint8, start uint32) ([]extent, error) {
 	t := v.extents
 	be := binary.BigEndian
 	type k struct {
@@ -450,7 +465,7 @@ func (v *Volume) findExtents(fileID, start uint32) ([]extent, error) {
 		}
 		return k{key[0], be.Uint32(key[2:]), be.Uint32(key[6:])}, true
 	}
-	target := k{0, fileID, start}
+	target := k{forkType, fileID, start}
 	before := func(a, b k) bool {
 		if a.id != b.id {
 			return a.id < b.id
@@ -498,6 +513,7 @@ type entry struct {
 	flags    uint8
 	modTime  uint32
 	data     forkData
+	rsrc     forkData
 	hardLink bool
 }
 
@@ -543,6 +559,7 @@ func parseEntry(parent uint32, name string, data []byte) (*entry, bool) {
 			return nil, false
 		}
 		e.data = parseFork(data[88:])
+		e.rsrc = parseFork(data[168:])
 		e.hardLink = string(data[48:56]) == "hlnkhfs+"
 	default:
 		return nil, false // a thread record
@@ -660,12 +677,18 @@ func (v *Volume) Open(name string) (fs.File, error) {
 	}
 	f := &File{v: v, e: e, path: name}
 	if !e.folder && e.regular() {
-		if e.flags&ufCompressed == 0 {
-			ff, err := v.fullFork(e.id, e.data)
-			if err != nil {
-				return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		var err error
+		if e.flags&ufCompressed != 0 {
+			f.data, f.dataSize, err = v.openCompressed(e)
+		} else {
+			var ff *forkFile
+			ff, err = v.fullFork(e.id, 0, e.data)
+			if ff != nil {
+				f.data, f.dataSize = ff, ff.size
 			}
-			f.fork = ff
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
 	}
 	return f, nil
@@ -678,21 +701,25 @@ func (e *entry) regular() bool {
 // File is an open file or folder of a Volume. A regular file is also an
 // io.ReaderAt over its data fork.
 type File struct {
-	v    *Volume
-	e    *entry
-	path string
-	fork *forkFile
-	off  int64
-	dir  []fs.DirEntry
-	read bool
+	v        *Volume
+	e        *entry
+	path     string
+	data     io.ReaderAt // the data fork, or the decompressed data of a decmpfs file
+	dataSize int64
+	off      int64
+	dir      []fs.DirEntry
+	read     bool
 }
 
 func (f *File) Stat() (fs.FileInfo, error) { return info{f.e, f.size()}, nil }
 func (f *File) Close() error               { return nil }
 
 func (f *File) size() int64 {
-	if f.e.folder {
+	switch {
+	case f.e.folder:
 		return 0
+	case f.data != nil:
+		return f.dataSize
 	}
 	return int64(f.e.data.size)
 }
@@ -701,9 +728,7 @@ func (f *File) check() error {
 	switch {
 	case f.e.folder:
 		return &fs.PathError{Op: "read", Path: f.path, Err: fs.ErrInvalid}
-	case f.e.flags&ufCompressed != 0:
-		return &fs.PathError{Op: "read", Path: f.path, Err: fail(ReasonUnsupportedCompression, "%s is transparently compressed (decmpfs), which the gate does not decode", f.path)}
-	case f.fork == nil:
+	case f.data == nil:
 		return &fs.PathError{Op: "read", Path: f.path, Err: fs.ErrInvalid} // a link
 	}
 	return nil
@@ -714,14 +739,14 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 	if err := f.check(); err != nil {
 		return 0, err
 	}
-	return f.fork.ReadAt(b, off)
+	return f.data.ReadAt(b, off)
 }
 
 func (f *File) Read(b []byte) (int, error) {
 	if err := f.check(); err != nil {
 		return 0, err
 	}
-	n, err := f.fork.ReadAt(b, f.off)
+	n, err := f.data.ReadAt(b, f.off)
 	f.off += int64(n)
 	return n, err
 }

@@ -65,7 +65,7 @@ func TestFixtureVolumeIsAnFS(t *testing.T) {
 	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Errorf("Applications: %v, %v (want a symlink)", fi, err)
 	}
-	if f, err := v.Open("Hello.app/Contents/Resources/fragmented.bin"); err != nil || len(f.(*File).fork.extents) != 20 {
+	if f, err := v.Open("Hello.app/Contents/Resources/fragmented.bin"); err != nil || len(f.(*File).data.(*forkFile).extents) != 20 {
 		t.Errorf("the fragmented file: %v (want 20 extents, 12 from the overflow tree)", err)
 	}
 	// HFS+ names compare without case.
@@ -74,12 +74,81 @@ func TestFixtureVolumeIsAnFS(t *testing.T) {
 	}
 }
 
-func TestCompressedFilesAreRefused(t *testing.T) {
-	v := openVolume(t, fixture.HFSPlus("C", fixture.HFSFile{Name: "A.app/Contents/Info.plist", Flags: ufCompressed}))
-	_, err := fs.ReadFile(v, "A.app/Contents/Info.plist")
+// Transparently compressed files (decmpfs zlib, inline and in the
+// resource fork) read as their data; sleuthkit's icat agrees.
+func TestCompressedFiles(t *testing.T) {
+	big := make([]byte, 200_000)
+	rand.New(rand.NewSource(4)).Read(big[:100_000]) // half random, half zeros: several blocks
+	small := fixture.InfoPlist("com.example.hello", "Hello", false)
+	img := fixture.HFSPlus("C",
+		fixture.HFSFile{Name: "A.app/Contents/Info.plist", Data: small, Compress: true},
+		fixture.HFSFile{Name: "A.app/Contents/MacOS/A", Data: big, Compress: true, Mode: 0o100755},
+		fixture.HFSFile{Name: "A.app/Contents/Resources/plain.txt", Data: []byte("plain")})
+	v := openVolume(t, img)
+	for name, want := range map[string][]byte{"A.app/Contents/Info.plist": small, "A.app/Contents/MacOS/A": big, "A.app/Contents/Resources/plain.txt": []byte("plain")} {
+		got, err := fs.ReadFile(v, name)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, %v", name, len(got), err)
+		}
+		if fi, err := fs.Stat(v, name); err != nil || fi.Size() != int64(len(want)) {
+			t.Errorf("%s: Stat %v, %v", name, fi, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.img")
+	os.WriteFile(path, img, 0o644)
+	out, err := exec.Command(needTool(t, "fls"), "-r", "-p", "-f", "hfs", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fls: %v\n%s", err, out)
+	}
+	checked := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		_, p, ok := strings.Cut(line, ":\t")
+		if !ok || (p != "A.app/Contents/Info.plist" && p != "A.app/Contents/MacOS/A") {
+			continue
+		}
+		inode := strings.TrimSuffix(strings.Fields(line)[1], ":")
+		got, err := exec.Command(needTool(t, "icat"), "-f", "hfs", path, inode).Output()
+		want, _ := fs.ReadFile(v, p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("icat %s: %d bytes, %v", p, len(got), err)
+		}
+		checked++
+	}
+	if checked != 2 {
+		t.Errorf("fls listed %d of the 2 compressed files:\n%s", checked, out)
+	}
+}
+
+func TestHostileCompressedFiles(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 200_000)
+	rand.New(rand.NewSource(5)).Read(big[:20_000])
+	img := fixture.HFSPlus("C", fixture.HFSFile{Name: "A", Data: big, Compress: true})
+	i := bytes.Index(img, []byte("fpmc"))
 	var e *Error
+	// the decmpfs header's type: 8 is LZVN
+	lzvn := bytes.Clone(img)
+	lzvn[i+4] = 8
+	_, err := fs.ReadFile(openVolume(t, lzvn), "A")
 	if !errors.As(err, &e) || e.Reason != ReasonUnsupportedCompression {
-		t.Fatalf("reading a decmpfs file: %v", err)
+		t.Fatalf("LZVN: %v", err)
+	}
+	// an uncompressed size of 2^40
+	huge := bytes.Clone(img)
+	huge[i+8+5] = 1
+	_, err = fs.ReadFile(openVolume(t, huge), "A")
+	if !errors.As(err, &e) || e.Reason != ReasonTooLarge {
+		t.Fatalf("2^40 bytes: %v", err)
+	}
+	// the first block's offset pointing past the resource fork
+	table := bytes.Index(img, []byte{4, 0, 0, 0, 36, 0, 0, 0})
+	if table < 0 {
+		t.Fatal("no block table in the fixture")
+	}
+	past := bytes.Clone(img)
+	past[table+6] = 0x7f
+	_, err = fs.ReadFile(openVolume(t, past), "A")
+	if !errors.As(err, &e) || e.Reason != ReasonUnreadable {
+		t.Fatalf("a block past the fork: %v", err)
 	}
 }
 
@@ -238,6 +307,8 @@ func TestVolumesAgreeWithSleuthkit(t *testing.T) {
 
 func FuzzHFSPlus(f *testing.F) {
 	f.Add(fixture.HFSPlus("Hello", appFiles()...))
+	f.Add(fixture.HFSPlus("C", fixture.HFSFile{Name: "A.app/Contents/Info.plist", Data: []byte("<plist/>"), Compress: true},
+		fixture.HFSFile{Name: "A.app/Contents/MacOS/A", Data: bytes.Repeat([]byte("exe"), 50_000), Compress: true}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := Open(bytes.NewReader(b), int64(len(b)), Limits{MaxNodeReads: 10000})
 		if err != nil {
