@@ -36,7 +36,7 @@
 //
 // What it does not do: verify signatures (server/gate/codesign does), fetch
 // anything, look inside archives nested in archives by itself (Unwrap
-// extracts the one Windows installer a zip may hold, for the caller to read;
+// extracts the one Windows installer or .dmg a zip may hold, for the caller to read;
 // a .zip holding a .pkg or several .exe files is ReasonBundleIDMissing), or
 // run installers. Every read is
 // bounded by Limits: entry counts, the size of each decompressed file it
