@@ -35,6 +35,13 @@ func BindSigner(sig *codesign.Result, id *pkgread.Identity, bundleID string) str
 		return ""
 	case id == nil:
 		return "the package's identity could not be read, so its signer binds nothing"
+	case sig.Kind == "pkg":
+		// A flat package's identifiers (PackageInfo, Distribution) are files
+		// its signature covers (their archived checksums are in the signed
+		// TOC), and its signer is a Developer ID Installer certificate:
+		// like a Mach-O's signing identifier, they are what the signer
+		// asserts. Nothing in a .pkg names a publisher to compare.
+		return ""
 	}
 	signer := signerName(sig)
 	switch declared := id.Publisher; {
@@ -63,13 +70,13 @@ func samePublisher(a, b string) bool {
 // signature: the signer's certificate next to what the package declares.
 func SignatureEvidenceOf(sig *codesign.Result, id *pkgread.Identity) *SignatureEvidence {
 	ev := &SignatureEvidence{Kind: sig.Kind, SignerCN: sig.SignerCommonName, SignerOrg: sig.SignerOrganization,
-		TeamID: sig.TeamID, SigningIdentity: sig.SigningIdentity, Notarized: sig.Notarized}
+		TeamID: sig.TeamID, SigningIdentity: sig.SigningIdentity, Notarized: sig.Notarized, NotarySource: sig.NotarySource}
 	if c := sig.Signer; c != nil {
 		sum := sha256.Sum256(c.Raw)
 		ev.SignerSubject, ev.SignerIssuer = c.Subject.String(), c.Issuer.String()
 		ev.SignerSerial, ev.SignerSHA256 = c.SerialNumber.Text(16), hex.EncodeToString(sum[:])
 	}
-	if id != nil && sig.Kind != "macho" {
+	if id != nil && sig.Kind != "macho" && sig.Kind != "pkg" {
 		ev.DeclaredPublisher = id.Publisher
 	}
 	if sig.Timestamped {

@@ -13,6 +13,11 @@
 //     checked with the timeStamping EKU) and at Verifier.Now otherwise.
 //   - MSI (VerifyMSI): the Authenticode signature over every stream of the
 //     compound file, read with server/gate/cfb, with VerifyPE's chain rules.
+//   - Flat .pkg (VerifyPKG): the xar TOC checksum (SHA-1 as productsign
+//     writes it, or SHA-2), every heap file's archived checksum, the CMS
+//     and RSA signatures over the TOC checksum, a Developer ID Installer
+//     leaf (Apple's package-signing EKU and marker) chaining to the
+//     configured roots, and a stapled ticket trailer (presence).
 //   - Mach-O (VerifyMachO, VerifyApp): the CMS signature over the
 //     CodeDirectory, every page hash, the special-slot hashes, the binding
 //     of the bundle's exact Info.plist bytes (a signature that does not bind
@@ -32,7 +37,7 @@
 // What it does not do: trust the system roots (Debian's are Mozilla's TLS
 // roots; the gate configures its code-signing roots explicitly: Microsoft's
 // code-signing CAs for Windows, Apple Root CA for macOS), check revocation
-// (no CRL/OCSP fetching), verify MSIX/.pkg/.dmg container signatures,
+// (no CRL/OCSP fetching), verify MSIX/.dmg container signatures,
 // or decide what the signer's identity must be — the caller compares
 // Result.Signer and Result.SigningIdentity with the app's declared
 // publisher and bundle_id.
@@ -134,7 +139,7 @@ func (v *Verifier) timestampRoots() *x509.CertPool {
 
 // Result describes a signature that verified.
 type Result struct {
-	Kind   string            // "authenticode" or "macho"
+	Kind   string            // "authenticode", "macho" or "pkg"
 	Signer *x509.Certificate // the leaf
 	Chain  []*x509.Certificate
 	// Subject fields of the leaf, for comparing with the declared publisher.
@@ -150,7 +155,7 @@ type Result struct {
 	CDHashes        [][]byte // per architecture: the first 20 bytes of the CodeDirectory's hash
 	HardenedRuntime bool
 	Notarized       bool   // a stapled ticket was found
-	NotarySource    string // "stapled-bundle" or "stapled-signature"
+	NotarySource    string // "stapled-bundle", "stapled-signature" or "stapled-trailer" (.pkg)
 }
 
 func describeLeaf(r *Result, leaf *x509.Certificate) {

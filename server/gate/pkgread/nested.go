@@ -31,11 +31,12 @@ func (n *Nested) Close() error {
 }
 
 // Unwrap looks one level into a zip that is not itself an app: a .zip
-// around one Windows installer (winget's "zip" packages: a setup.exe, an
-// .msi) holds exactly one .msi, or else exactly one .exe, at its root or
-// one folder down. That installer is extracted — at most maxBytes
-// decompressed (0: DefaultMaxNestedBytes), streamed to a temporary file —
-// and returned when its bytes are a PE or an MSI, for the readers and
+// around one installer (winget's "zip" packages: a setup.exe, an .msi;
+// Homebrew's zipped .pkg) holds exactly one .msi, or else exactly one
+// .exe, or else exactly one .pkg, at its root or one folder down. That
+// installer is extracted — at most maxBytes decompressed (0:
+// DefaultMaxNestedBytes), streamed to a temporary file — and returned
+// when its bytes are a PE, an MSI or a flat package, for the readers and
 // verifiers to read instead of the zip. Anything else (a zipped .app, an
 // MSIX, several installers, none, a nested zip) returns nil: there is
 // nothing to unwrap, and only one level is ever opened.
@@ -50,7 +51,7 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, nil // readZip says why
 	}
-	var msis, exes []*zip.File
+	var msis, exes, pkgs []*zip.File
 	for _, f := range zr.File {
 		name := CleanZipName(f.Name)
 		parts := strings.Split(name, "/")
@@ -69,6 +70,8 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 			msis = append(msis, f)
 		case strings.HasSuffix(lower, ".exe"):
 			exes = append(exes, f)
+		case strings.HasSuffix(lower, ".pkg"):
+			pkgs = append(pkgs, f)
 		}
 	}
 	var pick *zip.File
@@ -77,6 +80,8 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 		pick = msis[0]
 	case len(msis) == 0 && len(exes) == 1:
 		pick = exes[0]
+	case len(msis) == 0 && len(exes) == 0 && len(pkgs) == 1:
+		pick = pkgs[0] // Homebrew's "zip → pkg" casks
 	default:
 		return nil, nil
 	}
@@ -112,7 +117,7 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 		return nil, fail(ReasonPackageTooLarge, FormatZip, nil, "%s is larger than %d bytes", pick.Name, maxBytes)
 	}
 	n.Size = written
-	if f, err := Detect(tmp, written); err != nil || (f != FormatPE && f != FormatMSI) {
+	if f, err := Detect(tmp, written); err != nil || (f != FormatPE && f != FormatMSI && f != FormatPKG) {
 		n.Close()
 		return nil, nil // named like an installer, but not one
 	}

@@ -134,3 +134,17 @@ func FuzzXARSignature(f *testing.F) {
 		}
 	})
 }
+
+// A zip around one .pkg (Homebrew's "zip → pkg" casks) unwraps to it.
+func TestUnwrapPKG(t *testing.T) {
+	pkg := fixture.PKG(fixture.XARFile{Name: "PackageInfo", Data: []byte(`<pkg-info identifier="a.b"/>`)})
+	n, err := unwrap(t, fixture.Zip(fixture.File{Name: "Hello 1.0/Hello.pkg", Data: pkg}, fixture.File{Name: "Hello 1.0/README", Data: []byte("x")}), 0)
+	if err != nil || n == nil || n.Path != "Hello 1.0/Hello.pkg" {
+		t.Fatalf("%+v %v", n, err)
+	}
+	// A .pkg next to an installer of another kind: not unwrapped (one installer only).
+	exe := fixture.PE(map[string]string{"InternalName": "x"})
+	if n, err := unwrap(t, fixture.Zip(fixture.File{Name: "Hello.pkg", Data: pkg}, fixture.File{Name: "setup.exe", Data: exe}), 0); err != nil || n == nil || n.Path != "setup.exe" {
+		t.Fatalf("%+v %v", n, err)
+	}
+}

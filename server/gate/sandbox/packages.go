@@ -36,11 +36,15 @@ const (
 	variantMismatch    = "mismatch"    // declares <bundle_id>.mismatch: gate_bundle_mismatch
 	variantUnreadable  = "unreadable"  // an HTML page: gate_package_unknown_format
 	variantMissing     = "missing"     // 404: gate_download_failed
+	// variantWrongSigner: a .pkg signed by the Developer ID Application
+	// leaf (a code-signing certificate, not an installer one):
+	// gate_untrusted_signer. Other formats: the good package.
+	variantWrongSigner = "wrongsigner"
 )
 
 func variantOf(hostOrURL string) string {
 	switch l := firstLabel(hostOrURL); l {
-	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing:
+	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing, variantWrongSigner:
 		return l
 	}
 	return variantGood
@@ -109,6 +113,9 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 	}
 	if platform == xpromo.PlatformWin {
 		return s.windowsPackage(declared, appName(bundleID), variant)
+	}
+	if format == formatPKG {
+		return s.pkgPackage(declared, appName(bundleID), variant)
 	}
 	return s.macPackage(declared, appName(bundleID), variant)
 }
@@ -182,6 +189,9 @@ func formatOf(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".msi") {
 		return formatMSI
+	}
+	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".pkg") {
+		return formatPKG
 	}
 	return ""
 }
