@@ -16,6 +16,10 @@ import (
 //
 //   - macOS (a Mach-O signature): the signing identifier, which the
 //     signature covers, is the app's bundle_id.
+//   - MSIX/APPX: the manifest's Identity Publisher is exactly the
+//     signer's subject in Microsoft's DN form (as Windows requires to
+//     install it); the Identity Name matched against bundle_id is in the
+//     manifest the signature covers.
 //   - Windows (Authenticode on a PE or an MSI): the identifiers matched
 //     against bundle_id (InternalName/ProductName, MSI ProductName/
 //     UpgradeCode) are bytes the signature covers, and the publisher the
@@ -41,6 +45,13 @@ func BindSigner(sig *codesign.Result, id *pkgread.Identity, bundleID string) str
 		// TOC), and its signer is a Developer ID Installer certificate:
 		// like a Mach-O's signing identifier, they are what the signer
 		// asserts. Nothing in a .pkg names a publisher to compare.
+		return ""
+	case sig.Kind == "appx":
+		// An MSIX names its publisher as a distinguished name, which
+		// Windows installs only when it is exactly the signer's subject.
+		if id.Publisher != sig.Publisher {
+			return fmt.Sprintf("the package declares the publisher %q but is signed by %q", id.Publisher, sig.Publisher)
+		}
 		return ""
 	}
 	signer := signerName(sig)

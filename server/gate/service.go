@@ -24,9 +24,9 @@ import (
 // (docs/gate.md lists them all).
 const (
 	// ReasonSignatureUnsupported: the package's format carries a container
-	// signature the gate does not verify (msix, dmg, a bare Mach-O),
-	// so `signed` cannot be true. Ship a zipped .app or a signed .pkg, a
-	// signed .exe or a signed .msi.
+	// signature the gate does not verify (an MSIX bundle, dmg, a bare
+	// Mach-O), so `signed` cannot be true. Ship a zipped .app or a signed
+	// .pkg, a signed .exe, .msi or .msix.
 	ReasonSignatureUnsupported = "gate_signature_unsupported_format"
 	// ReasonSignerMismatch: the signature verifies, but its signer is not
 	// the identity the package declares: a macOS app's signing identifier
@@ -506,11 +506,13 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 		sig, err = v.VerifyMSI(ctx, f, size)
 	case pkgread.FormatPKG:
 		sig, err = v.VerifyPKG(ctx, f, size)
+	case pkgread.FormatMSIX:
+		sig, err = v.VerifyMSIX(ctx, f, size)
 	case pkgread.FormatUnknown:
 		err = nil // the package reason says it all
 	default:
 		err = nil
-		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app or a signed .pkg (macOS) or a signed .exe or .msi (Windows)", format)
+		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app or a signed .pkg (macOS) or a signed .exe, .msi or .msix (Windows)", format)
 	}
 	if sig != nil {
 		rep.evidence.Signature = SignatureEvidenceOf(sig, id)

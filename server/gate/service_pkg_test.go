@@ -1,7 +1,9 @@
 package gate_test
 
 import (
+	"archive/zip"
 	"bytes"
+	"crypto/x509"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/gate"
+	"github.com/xpromo/xpromo/server/gate/codesign"
 	"github.com/xpromo/xpromo/server/gate/gatetest"
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 	"github.com/xpromo/xpromo/server/gate/pkgread"
@@ -120,4 +123,88 @@ func TestInspectPKG(t *testing.T) {
 	assert.Equal(t, "stapled-trailer", ins.Signature.NotarySource)
 	ins = inspectFile(t, componentPKG("com.snip.pkg"), gate.InspectOptions{BundleID: "com.snip.pkg", Roots: roots})
 	assert.Equal(t, []string{"gate_unsigned_binary"}, ins.Checks[1].Reasons)
+	ins = inspectFile(t, signedMSIX("com.snip.msix", gatetest.Certs().PE), gate.InspectOptions{Roots: roots})
+	assert.True(t, ins.Pass, ins.Details)
+	assert.Equal(t, "appx", ins.Signature.Kind)
+}
+
+func signedMSIX(name string, signer *fixture.Cert) []byte {
+	return fixture.SignMSIX(fixture.MSIX(fixture.AppxManifest(name, "CN=placeholder", "1.0.0.0"),
+		fixture.File{Name: "Snip.exe", Data: fixture.PE(nil)}), signer)
+}
+
+func TestGateApprovesASignedMSIX(t *testing.T) {
+	for _, container := range []string{"msix", "zip around an msix"} {
+		t.Run(container, func(t *testing.T) {
+			sandboxWorlds(t, func(t *testing.T, w *world) {
+				pkg := signedMSIX("com.snip.msix", gatetest.Certs().PE)
+				if container != "msix" {
+					pkg = fixture.Zip(fixture.File{Name: "Snip.msix", Data: pkg})
+				}
+				a := w.register(appSpec{platform: "win", bundleID: "com.snip.msix", pkg: pkg})
+				w.run()
+				m, ok := w.inbox.Last(a.ContactEmail)
+				require.True(t, ok)
+				_, err := w.gate.VerifyCode(ctx, a.ID, m.Code)
+				require.NoError(t, err)
+				w.run()
+				sc := w.score(a.ID)
+				assert.Equal(t, xpromo.AppStatusApproved, sc.Status, sc.Reasons)
+				res := w.lastResult(a.ID)
+				assert.Equal(t, "msix", res.Evidence.Package.Format)
+				assert.Equal(t, "appx", res.Evidence.Signature.Kind)
+				assert.Equal(t, res.Evidence.Package.Publisher, res.Evidence.Signature.DeclaredPublisher)
+				assert.Contains(t, res.Evidence.Signature.DeclaredPublisher, "O=Example Ltd")
+			})
+		})
+	}
+}
+
+func TestGateMSIXRejections(t *testing.T) {
+	sandboxWorlds(t, func(t *testing.T, w *world) {
+		p := gatetest.Certs()
+		good := signedMSIX("com.snip.msix", p.PE)
+		zr, err := zip.NewReader(bytes.NewReader(good), int64(len(good)))
+		require.NoError(t, err)
+		tampered := bytes.Clone(good)
+		for _, f := range zr.File {
+			if f.Name == "Snip.exe" {
+				off, err := f.DataOffset()
+				require.NoError(t, err)
+				tampered[off+10] ^= 1
+			}
+		}
+		okGate := xpromo.Gate{MalwareClean: true, DomainAgeOK: true, BundleMatch: true}
+		cases := []struct {
+			name, reason string
+			pkg          []byte
+			gate         xpromo.Gate
+		}{
+			{"unsigned", "gate_unsigned_binary", fixture.MSIX(fixture.AppxManifest("com.snip.msix", "CN=x", "1.0.0.0")), okGate},
+			{"signed under an unknown root", "gate_untrusted_signer", signedMSIX("com.snip.msix",
+				p.Other.Issue(fixture.CertOptions{CommonName: "Example Publisher", Organization: "Example Ltd", EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}})), okGate},
+			{"changed after signing", "gate_signature_invalid", tampered, okGate},
+			{"another bundle", "gate_bundle_mismatch", signedMSIX("com.other.msix", p.PE), xpromo.Gate{Signed: true, MalwareClean: true, DomainAgeOK: true}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				w.t = t
+				a := w.register(appSpec{platform: "win", bundleID: "com.snip.msix", pkg: c.pkg})
+				w.run()
+				sc := w.score(a.ID)
+				assert.Equal(t, xpromo.AppStatusRejected, sc.Status)
+				assert.Equal(t, c.gate, sc.Gate)
+				require.NotEmpty(t, sc.Reasons)
+				assert.Equal(t, c.reason, sc.Reasons[0], sc.Reasons)
+			})
+		}
+	})
+}
+
+// An MSIX binds when its manifest Publisher is exactly its signer's
+// subject (Windows refuses to install it otherwise).
+func TestBindSignerMSIX(t *testing.T) {
+	sig := &codesign.Result{Kind: "appx", Publisher: "CN=Example Ltd, O=Example Ltd, C=GB"}
+	assert.Empty(t, gate.BindSigner(sig, &pkgread.Identity{Format: pkgread.FormatMSIX, Publisher: "CN=Example Ltd, O=Example Ltd, C=GB"}, "x"))
+	assert.Contains(t, gate.BindSigner(sig, &pkgread.Identity{Format: pkgread.FormatMSIX, Publisher: "CN=Mallory"}, "x"), "CN=Mallory")
 }

@@ -18,6 +18,10 @@
 //     and RSA signatures over the TOC checksum, a Developer ID Installer
 //     leaf (Apple's package-signing EKU and marker) chaining to the
 //     configured roots, and a stapled ticket trailer (presence).
+//   - MSIX/APPX (VerifyMSIX): AppxSignature.p7x and every digest it signs
+//     (AXPC, AXCD, AXCT, AXBM, AXCI), each file's blocks against the block
+//     map, streamed, every entry bounded first; VerifyPE's chain rules.
+//     Result.Publisher is the signer's subject as a manifest Publisher.
 //   - Mach-O (VerifyMachO, VerifyApp): the CMS signature over the
 //     CodeDirectory, every page hash, the special-slot hashes, the binding
 //     of the bundle's exact Info.plist bytes (a signature that does not bind
@@ -37,7 +41,7 @@
 // What it does not do: trust the system roots (Debian's are Mozilla's TLS
 // roots; the gate configures its code-signing roots explicitly: Microsoft's
 // code-signing CAs for Windows, Apple Root CA for macOS), check revocation
-// (no CRL/OCSP fetching), verify MSIX/.dmg container signatures,
+// (no CRL/OCSP fetching), verify MSIX bundles or .dmg container signatures,
 // or decide what the signer's identity must be — the caller compares
 // Result.Signer and Result.SigningIdentity with the app's declared
 // publisher and bundle_id.
@@ -139,7 +143,7 @@ func (v *Verifier) timestampRoots() *x509.CertPool {
 
 // Result describes a signature that verified.
 type Result struct {
-	Kind   string            // "authenticode", "macho" or "pkg"
+	Kind   string            // "authenticode", "macho", "pkg" or "appx"
 	Signer *x509.Certificate // the leaf
 	Chain  []*x509.Certificate
 	// Subject fields of the leaf, for comparing with the declared publisher.
@@ -148,6 +152,9 @@ type Result struct {
 	DigestAlgorithm    string    // "SHA-256", ...
 	SigningTime        time.Time // the timestamp's time, zero without one
 	Timestamped        bool
+
+	// MSIX: the signer's subject as an AppxManifest Identity Publisher.
+	Publisher string
 
 	// macOS
 	SigningIdentity string   // the CodeDirectory identifier (the bundle id for an app's main executable)

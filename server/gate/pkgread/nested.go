@@ -33,10 +33,11 @@ func (n *Nested) Close() error {
 // Unwrap looks one level into a zip that is not itself an app: a .zip
 // around one installer (winget's "zip" packages: a setup.exe, an .msi;
 // Homebrew's zipped .pkg) holds exactly one .msi, or else exactly one
-// .exe, or else exactly one .pkg, at its root or one folder down. That
+// .exe, or else exactly one .pkg, or else exactly one .msix/.appx, at its
+// root or one folder down. That
 // installer is extracted — at most maxBytes decompressed (0:
 // DefaultMaxNestedBytes), streamed to a temporary file — and returned
-// when its bytes are a PE, an MSI or a flat package, for the readers and
+// when its bytes are a PE, an MSI, a flat package or an MSIX, for the readers and
 // verifiers to read instead of the zip. Anything else (a zipped .app, an
 // MSIX, several installers, none, a nested zip) returns nil: there is
 // nothing to unwrap, and only one level is ever opened.
@@ -51,7 +52,7 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, nil // readZip says why
 	}
-	var msis, exes, pkgs []*zip.File
+	var msis, exes, pkgs, msixes []*zip.File
 	for _, f := range zr.File {
 		name := CleanZipName(f.Name)
 		parts := strings.Split(name, "/")
@@ -72,6 +73,8 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 			exes = append(exes, f)
 		case strings.HasSuffix(lower, ".pkg"):
 			pkgs = append(pkgs, f)
+		case strings.HasSuffix(lower, ".msix"), strings.HasSuffix(lower, ".appx"):
+			msixes = append(msixes, f)
 		}
 	}
 	var pick *zip.File
@@ -82,6 +85,8 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 		pick = exes[0]
 	case len(msis) == 0 && len(exes) == 0 && len(pkgs) == 1:
 		pick = pkgs[0] // Homebrew's "zip → pkg" casks
+	case len(msis) == 0 && len(exes) == 0 && len(pkgs) == 0 && len(msixes) == 1:
+		pick = msixes[0]
 	default:
 		return nil, nil
 	}
@@ -117,7 +122,17 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 		return nil, fail(ReasonPackageTooLarge, FormatZip, nil, "%s is larger than %d bytes", pick.Name, maxBytes)
 	}
 	n.Size = written
-	if f, err := Detect(tmp, written); err != nil || (f != FormatPE && f != FormatMSI && f != FormatPKG) {
+	f, err := Detect(tmp, written)
+	if f == FormatZip && len(msixes) == 1 {
+		// an MSIX is a zip: it must read as one (a manifest), not as
+		// another archive to open
+		if id, rerr := (Reader{Limits: lim}).Read(ctx, tmp, written); rerr != nil || id.Format != FormatMSIX {
+			n.Close()
+			return nil, nil
+		}
+		f = FormatMSIX
+	}
+	if err != nil || (f != FormatPE && f != FormatMSI && f != FormatPKG && f != FormatMSIX) {
 		n.Close()
 		return nil, nil // named like an installer, but not one
 	}

@@ -111,6 +111,9 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 	if platform == xpromo.PlatformWin && format == formatMSI {
 		return s.msiPackage(declared, appName(bundleID), variant)
 	}
+	if platform == xpromo.PlatformWin && format == formatMSIX {
+		return s.msixPackage(declared, appName(bundleID), variant)
+	}
 	if platform == xpromo.PlatformWin {
 		return s.windowsPackage(declared, appName(bundleID), variant)
 	}
@@ -192,6 +195,9 @@ func formatOf(rawURL string) string {
 	}
 	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".pkg") {
 		return formatPKG
+	}
+	if p := strings.ToLower(u.Path); err == nil && (strings.HasSuffix(p, ".msix") || strings.HasSuffix(p, ".appx")) {
+		return formatMSIX
 	}
 	return ""
 }

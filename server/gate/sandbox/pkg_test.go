@@ -74,3 +74,50 @@ func TestFetcherPKG(t *testing.T) {
 		t.Fatalf("%+v", v.identity)
 	}
 }
+
+// A Windows download_url ending in .msix gets a signed MSIX whose
+// manifest Publisher is its signer.
+func TestFetcherMSIX(t *testing.T) {
+	s := testSandbox(t)
+	f := s.Fetcher(nil)
+	const id = "com.acme.hello-world"
+	w := xpromo.PlatformWin
+	verify := func(u string) verdict {
+		t.Helper()
+		d := fetch(t, f, w, id, u)
+		ctx := context.Background()
+		var v verdict
+		v.identity, v.readErr = pkgread.Reader{}.ReadFile(ctx, d.Path)
+		if v.readErr == nil {
+			v.readErr = pkgread.Match(v.identity, id)
+		}
+		file, err := d.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		v.signed, v.signErr = (&codesign.Verifier{Roots: s.Roots()}).VerifyMSIX(ctx, file, d.Size)
+		res, err := s.Scanner(nil).Scan(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.infected = res.Infected
+		return v
+	}
+	v := verify("https://example.com/Hello.msix")
+	if v.readErr != nil || v.signErr != nil || v.infected || v.identity.Format != pkgread.FormatMSIX {
+		t.Fatalf("good msix: read %v, sign %v, infected %v, %+v", v.readErr, v.signErr, v.infected, v.identity)
+	}
+	if d := gate.BindSigner(v.signed, v.identity, id); d != "" {
+		t.Fatalf("the sandbox MSIX does not bind: %s", d)
+	}
+	if v := verify("https://unsigned.example.com/Hello.appx"); v.readErr != nil || codesign.ReasonOf(v.signErr) != codesign.ReasonUnsigned {
+		t.Fatalf("unsigned msix: %v %v", v.readErr, v.signErr)
+	}
+	if v := verify("https://infected.example.com/Hello.msix"); v.readErr != nil || v.signErr != nil || !v.infected {
+		t.Fatalf("infected msix: %v %v %v", v.readErr, v.signErr, v.infected)
+	}
+	if v := verify("https://mismatch.example.com/Hello.msix"); pkgread.ReasonOf(v.readErr) != pkgread.ReasonBundleMismatch || v.signErr != nil {
+		t.Fatalf("mismatched msix: %v %v", v.readErr, v.signErr)
+	}
+}
