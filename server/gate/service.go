@@ -69,6 +69,10 @@ type Service struct {
 	// SandboxRoots verify downloads the test-mode sandbox served
 	// (Download.Sandbox), and nothing else.
 	SandboxRoots *x509.CertPool
+	// Notary looks notarisation tickets up online (Apple's ticket service,
+	// --gate-notary-url); nil: only a stapled ticket counts. SandboxNotary
+	// answers for downloads the sandbox served, and nothing else.
+	Notary, SandboxNotary NotaryLookup
 	// Scanner is nil when no clamd is configured: scanning a real
 	// download is then gate_scanner_unavailable.
 	Scanner Scanner
@@ -144,11 +148,18 @@ type SignatureEvidence struct {
 	Notarized         bool       `json:"notarized"`
 	Timestamp         *time.Time `json:"timestamp,omitempty"`
 
-	// NotarySource says where the notarisation ticket was found:
-	// "stapled-bundle" (an app's Contents/CodeResources), "stapled-signature"
-	// (the signature's ticket slot), "stapled-trailer" (a .pkg's t8lr
-	// trailer); empty when there is none.
+	// NotarySource says what decided notarisation: "online" (the ticket
+	// service), or where the stapled ticket was found: "stapled-bundle" (an
+	// app's Contents/CodeResources), "stapled-signature" (the signature's
+	// ticket slot), "stapled-trailer" (a .pkg's t8lr trailer); empty when
+	// there is none.
 	NotarySource string `json:"notary_source,omitempty"`
+	// NotaryRecord is the record name asked of the ticket service
+	// ("2/<digest type>/<digest>"), NotaryLookup its answer: "found", "not
+	// found", or "unavailable …" (then the stapled ticket decided). Both
+	// empty when no lookup ran.
+	NotaryRecord string `json:"notary_record,omitempty"`
+	NotaryLookup string `json:"notary_lookup,omitempty"`
 }
 
 type MalwareEvidence struct {
@@ -514,8 +525,11 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 		err = nil
 		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app or a signed .pkg (macOS) or a signed .exe, .msi or .msix (Windows)", format)
 	}
+	var nc notaryCheck
 	if sig != nil {
+		nc, err = s.checkNotarisation(ctx, sandbox, sig, err)
 		rep.evidence.Signature = SignatureEvidenceOf(sig, id)
+		rep.evidence.Signature.NotaryRecord, rep.evidence.Signature.NotaryLookup = nc.record, nc.outcome
 	}
 	switch {
 	case err != nil:

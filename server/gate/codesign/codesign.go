@@ -34,9 +34,9 @@
 //     (Contents/CodeResources, which stapler writes and the signature does not
 //     seal) or in the signature's ticket slot; its presence only — Apple does
 //     not document the ticket format, so its content is not validated, and
-//     revocation cannot be checked offline. The online lookup of a ticket by
-//     cdhash (Apple's CloudKit ticket service) is not implemented: an app
-//     without a stapled ticket is ReasonNotNotarized.
+//     revocation cannot be checked offline. An app without a stapled ticket
+//     is ReasonNotNotarized here; the gate then asks Apple's ticket service
+//     by Result.CDHashes (server/gate/notary), whose answer decides.
 //
 // What it does not do: trust the system roots (Debian's are Mozilla's TLS
 // roots; the gate configures its code-signing roots explicitly: Microsoft's

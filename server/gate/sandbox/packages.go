@@ -118,9 +118,9 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 		return s.windowsPackage(declared, appName(bundleID), variant)
 	}
 	if format == formatPKG {
-		return s.pkgPackage(declared, appName(bundleID), variant)
+		return s.notarise(variant)(s.pkgPackage(declared, appName(bundleID), variant))
 	}
-	return s.macPackage(declared, appName(bundleID), variant)
+	return s.notarise(variant)(s.macPackage(declared, appName(bundleID), variant))
 }
 
 // macPackage is a zipped <name>.app: Info.plist, a small Mach-O main
@@ -139,6 +139,9 @@ func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
 		// The appcast the scoring job reads release cadence from, answered
 		// by the reputation sandbox (server/reputation/sandbox).
 		"SUFeedURL": FeedURL(bundleID),
+		// Each variant's own bytes, so its signature (and the notarisation
+		// record named after it) is its own.
+		"XPromoSandboxVariant": variant,
 	}, plist.XMLFormat, "\t")
 	if err != nil {
 		return nil, err

@@ -69,6 +69,9 @@ func (s *Sandbox) pkgPackage(bundleID, name, variant string) (out []byte, err er
 		{Name: "Bom", Data: []byte("BOMStore xpromo sandbox")},
 		{Name: "Payload", Data: []byte(name + ".app (xpromo sandbox test package payload)\n")},
 		{Name: "PackageInfo", Data: []byte(info)},
+		// each variant's own bytes, so its TOC checksum (the notarisation
+		// record's name) is its own
+		{Name: "Variant", Data: []byte(variant)},
 	}
 	if variant == variantInfected {
 		files = append(files, fixture.XARFile{Name: "Scripts", Data: eicar, Stored: true})

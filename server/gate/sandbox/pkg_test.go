@@ -2,11 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/gate/codesign"
+	"github.com/xpromo/xpromo/server/gate/notary"
 	"github.com/xpromo/xpromo/server/gate/pkgread"
 )
 
@@ -119,5 +121,45 @@ func TestFetcherMSIX(t *testing.T) {
 	}
 	if v := verify("https://mismatch.example.com/Hello.msix"); pkgread.ReasonOf(v.readErr) != pkgread.ReasonBundleMismatch || v.signErr != nil {
 		t.Fatalf("mismatched msix: %v %v", v.readErr, v.signErr)
+	}
+}
+
+// The sandbox's ticket service knows the packages it notarised: the good
+// app and .pkg are found by the record name the gate computes, the
+// unnotarized ones are not.
+func TestNotary(t *testing.T) {
+	s := testSandbox(t)
+	f := s.Fetcher(nil)
+	n := s.Notary()
+	m := xpromo.PlatformMac
+	for _, c := range []struct {
+		url   string
+		found bool
+	}{
+		{"https://example.com/Hello.pkg", true},
+		{"https://example.com/Hello.zip", true},
+		{"https://unnotarized.example.com/Hello.pkg", false},
+		{"https://unnotarized.example.com/Hello.zip", false},
+	} {
+		d := fetch(t, f, m, "com.acme.hello", c.url)
+		file, err := d.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := &codesign.Verifier{Roots: s.Roots()}
+		var res *codesign.Result
+		if strings.HasSuffix(c.url, ".pkg") {
+			res, _ = v.VerifyPKG(context.Background(), file, d.Size)
+		} else {
+			res, _ = v.VerifyApp(context.Background(), file, d.Size)
+		}
+		file.Close()
+		if res == nil {
+			t.Fatalf("%s does not verify", c.url)
+		}
+		a, err := n.Lookup(context.Background(), notary.RecordName(notary.DigestType(res.DigestAlgorithm), res.CDHashes[0]))
+		if err != nil || a.Found != c.found {
+			t.Fatalf("%s: %+v %v, want found %v", c.url, a, err, c.found)
+		}
 	}
 }
