@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/gate/codesign"
+	"github.com/xpromo/xpromo/server/gate/gatetest"
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 	"github.com/xpromo/xpromo/server/gate/notary"
 	"github.com/xpromo/xpromo/server/gate/pkgread"
@@ -115,4 +117,16 @@ func TestGateNotarisationOnline(t *testing.T) {
 			assert.Equal(t, []string{sig.NotaryRecord}, ts.asked)
 		})
 	})
+}
+
+// gate inspect asks the ticket service it is given, as a gate job does.
+func TestInspectNotarisationOnline(t *testing.T) {
+	installer, _ := pkgSigners()
+	unstapled := fixture.SignPKG(componentPKG("com.snip.pkg"), installer)
+	ts := &ticketService{found: map[string]bool{recordOf(t, unstapled): true}}
+	ins := inspectFile(t, unstapled, gate.InspectOptions{BundleID: "com.snip.pkg", Roots: gatetest.Certs().Root.Pool(), Notary: ts.start(t)})
+	assert.True(t, ins.Pass, ins.Details)
+	assert.Equal(t, "online", ins.Signature.NotarySource)
+	ins = inspectFile(t, unstapled, gate.InspectOptions{BundleID: "com.snip.pkg", Roots: gatetest.Certs().Root.Pool()})
+	assert.Equal(t, []string{"gate_not_notarized"}, ins.Checks[1].Reasons, "without a service only a stapled ticket counts")
 }
