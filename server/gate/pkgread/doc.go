@@ -24,6 +24,8 @@
 //   - .pkg (flat xar): the TOC, then Distribution and every PackageInfo;
 //     the identifiers offered are the <bundle id> of installed app bundles,
 //     then the package identifiers (pkg-info identifier, pkg-ref id).
+//     ReadXARSignature returns the links of its signature (TOC checksum,
+//     signatures, archived checksums, a stapled ticket), bounded.
 //   - .dmg (UDIF): the koly trailer, its partition list (blkx) and whether the
 //     image carries a code signature and a stapled notarisation ticket. It
 //     does NOT read the HFS+/APFS filesystem inside, so a .dmg always ends in
@@ -34,8 +36,9 @@
 //
 // What it does not do: verify signatures (server/gate/codesign does), fetch
 // anything, look inside archives nested in archives by itself (Unwrap
-// extracts the one Windows installer a zip may hold, for the caller to read;
-// a .zip holding a .pkg or several .exe files is ReasonBundleIDMissing), or
+// extracts the one installer a zip may hold — an .msi, .exe, .pkg or
+// .msix — for the caller to read; a .zip holding several .exe files is
+// ReasonBundleIDMissing), or
 // run installers. Every read is
 // bounded by Limits: entry counts, the size of each decompressed file it
 // reads (plists, manifests, the xar TOC, MSI tables), and it never
