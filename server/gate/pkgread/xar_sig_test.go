@@ -12,7 +12,10 @@ import (
 
 // rawXAR is a flat package with the given TOC XML and heap, for the TOCs
 // no honest writer produces.
-func rawXAR(toc string, heap []byte) []byte {
+func rawXAR(toc string, heap []byte) []byte { return rawXARDeclaring(toc, int64(len(toc)), heap) }
+
+// rawXARDeclaring is rawXAR with a header that declares plain bytes of TOC.
+func rawXARDeclaring(toc string, plain int64, heap []byte) []byte {
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
 	zw.Write([]byte(toc))
@@ -23,7 +26,7 @@ func rawXAR(toc string, heap []byte) []byte {
 		HeaderSize, Version uint16
 		Compressed, Plain   uint64
 		Hash                uint32
-	}{28, 1, uint64(z.Len()), uint64(len(toc)), 1})
+	}{28, 1, uint64(z.Len()), uint64(plain), 1})
 	out.Write(z.Bytes())
 	out.Write(heap)
 	return out.Bytes()
@@ -97,10 +100,15 @@ func TestBombXARSignatureCertificates(t *testing.T) {
 }
 
 func TestBombXARTOCDecompression(t *testing.T) {
-	// 17 MiB of TOC, declared as such: refused from the header, before decompressing.
-	toc := sigTOCHead + "<x>" + strings.Repeat(" ", 17<<20) + "</x></toc></xar>"
-	wantSigReason(t, rawXAR(toc, make([]byte, 20)), ReasonPackageTooLarge)
-	bombBytes(t, rawXAR(toc, make([]byte, 20)), ReasonPackageTooLarge)
+	toc := sigTOCHead + "<x>" + strings.Repeat(" ", 1<<20) + "</x></toc></xar>"
+	// A TOC declaring more than the bound is refused from its header,
+	// before anything is decompressed.
+	wantSigReason(t, rawXARDeclaring(toc, 17<<20, make([]byte, 20)), ReasonPackageTooLarge)
+	bombBytes(t, rawXARDeclaring(toc, 17<<20, make([]byte, 20)), ReasonPackageTooLarge)
+	// One whose header lies (1 MiB of TOC declared as 1 KiB) stops one byte
+	// past what it declared.
+	wantSigReason(t, rawXARDeclaring(toc, 1<<10, make([]byte, 20)), ReasonPackageUnreadable)
+	bombBytes(t, rawXARDeclaring(toc, 1<<10, make([]byte, 20)), ReasonPackageUnreadable)
 }
 
 func TestBombXARTOCDeepForSignature(t *testing.T) {
