@@ -16,6 +16,10 @@ import (
 //
 //   - macOS (a Mach-O signature): the signing identifier, which the
 //     signature covers, is the app's bundle_id.
+//   - MSIX/APPX: the manifest's Identity Publisher is exactly the
+//     signer's subject in Microsoft's DN form (as Windows requires to
+//     install it); the Identity Name matched against bundle_id is in the
+//     manifest the signature covers.
 //   - Windows (Authenticode on a PE or an MSI): the identifiers matched
 //     against bundle_id (InternalName/ProductName, MSI ProductName/
 //     UpgradeCode) are bytes the signature covers, and the publisher the
@@ -35,6 +39,20 @@ func BindSigner(sig *codesign.Result, id *pkgread.Identity, bundleID string) str
 		return ""
 	case id == nil:
 		return "the package's identity could not be read, so its signer binds nothing"
+	case sig.Kind == "pkg":
+		// A flat package's identifiers (PackageInfo, Distribution) are files
+		// its signature covers (their archived checksums are in the signed
+		// TOC), and its signer is a Developer ID Installer certificate:
+		// like a Mach-O's signing identifier, they are what the signer
+		// asserts. Nothing in a .pkg names a publisher to compare.
+		return ""
+	case sig.Kind == "appx":
+		// An MSIX names its publisher as a distinguished name, which
+		// Windows installs only when it is exactly the signer's subject.
+		if id.Publisher != sig.Publisher {
+			return fmt.Sprintf("the package declares the publisher %q but is signed by %q", id.Publisher, sig.Publisher)
+		}
+		return ""
 	}
 	signer := signerName(sig)
 	switch declared := id.Publisher; {
@@ -63,13 +81,13 @@ func samePublisher(a, b string) bool {
 // signature: the signer's certificate next to what the package declares.
 func SignatureEvidenceOf(sig *codesign.Result, id *pkgread.Identity) *SignatureEvidence {
 	ev := &SignatureEvidence{Kind: sig.Kind, SignerCN: sig.SignerCommonName, SignerOrg: sig.SignerOrganization,
-		TeamID: sig.TeamID, SigningIdentity: sig.SigningIdentity, Notarized: sig.Notarized}
+		TeamID: sig.TeamID, SigningIdentity: sig.SigningIdentity, Notarized: sig.Notarized, NotarySource: sig.NotarySource}
 	if c := sig.Signer; c != nil {
 		sum := sha256.Sum256(c.Raw)
 		ev.SignerSubject, ev.SignerIssuer = c.Subject.String(), c.Issuer.String()
 		ev.SignerSerial, ev.SignerSHA256 = c.SerialNumber.Text(16), hex.EncodeToString(sum[:])
 	}
-	if id != nil && sig.Kind != "macho" {
+	if id != nil && sig.Kind != "macho" && sig.Kind != "pkg" {
 		ev.DeclaredPublisher = id.Publisher
 	}
 	if sig.Timestamped {

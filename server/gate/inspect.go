@@ -26,7 +26,10 @@ type InspectOptions struct {
 	// Roots are the code-signing roots, as the server's --gate-roots-file;
 	// nil trusts nothing (every signature is gate_untrusted_signer).
 	Roots *x509.CertPool
-	Now   func() time.Time
+	// Notary looks notarisation tickets up online, as the server's
+	// --gate-notary-url; nil: only a stapled ticket counts.
+	Notary NotaryLookup
+	Now    func() time.Time
 }
 
 // Inspection is what the gate would record of a package: the checks the
@@ -95,7 +98,7 @@ func Inspect(ctx context.Context, path string, o InspectOptions) (*Inspection, e
 	if now == nil {
 		now = time.Now
 	}
-	s := &Service{Roots: o.Roots, Now: now}
+	s := &Service{Roots: o.Roots, Notary: o.Notary, Now: now}
 	rep := &report{}
 	if err := s.checkPackage(ctx, f, st.Size(), false, apps.App{BundleID: ins.BundleID, Platform: ins.Platform}, rep); err != nil {
 		return nil, err

@@ -24,9 +24,9 @@ import (
 // (docs/gate.md lists them all).
 const (
 	// ReasonSignatureUnsupported: the package's format carries a container
-	// signature the gate does not verify (msix, pkg, dmg, a bare Mach-O),
-	// so `signed` cannot be true. Ship a zipped .app, a signed .exe or a
-	// signed .msi.
+	// signature the gate does not verify (an MSIX bundle, dmg, a bare
+	// Mach-O), so `signed` cannot be true. Ship a zipped .app or a signed
+	// .pkg, a signed .exe, .msi or .msix.
 	ReasonSignatureUnsupported = "gate_signature_unsupported_format"
 	// ReasonSignerMismatch: the signature verifies, but its signer is not
 	// the identity the package declares: a macOS app's signing identifier
@@ -69,6 +69,10 @@ type Service struct {
 	// SandboxRoots verify downloads the test-mode sandbox served
 	// (Download.Sandbox), and nothing else.
 	SandboxRoots *x509.CertPool
+	// Notary looks notarisation tickets up online (Apple's ticket service,
+	// --gate-notary-url); nil: only a stapled ticket counts. SandboxNotary
+	// answers for downloads the sandbox served, and nothing else.
+	Notary, SandboxNotary NotaryLookup
 	// Scanner is nil when no clamd is configured: scanning a real
 	// download is then gate_scanner_unavailable.
 	Scanner Scanner
@@ -161,6 +165,19 @@ type SignatureEvidence struct {
 	SigningIdentity   string     `json:"signing_identity,omitempty"`
 	Notarized         bool       `json:"notarized"`
 	Timestamp         *time.Time `json:"timestamp,omitempty"`
+
+	// NotarySource says what decided notarisation: "online" (the ticket
+	// service), or where the stapled ticket was found: "stapled-bundle" (an
+	// app's Contents/CodeResources), "stapled-signature" (the signature's
+	// ticket slot), "stapled-trailer" (a .pkg's t8lr trailer); empty when
+	// there is none.
+	NotarySource string `json:"notary_source,omitempty"`
+	// NotaryRecord is the record name asked of the ticket service
+	// ("2/<digest type>/<digest>"), NotaryLookup its answer: "found", "not
+	// found", or "unavailable …" (then the stapled ticket decided). Both
+	// empty when no lookup ran.
+	NotaryRecord string `json:"notary_record,omitempty"`
+	NotaryLookup string `json:"notary_lookup,omitempty"`
 }
 
 type MalwareEvidence struct {
@@ -525,17 +542,24 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 		sig, err = v.VerifyMSI(ctx, f, size)
 	case pkgread.FormatDMG:
 		sig, err = v.VerifyDMGApp(ctx, f, size)
+	case pkgread.FormatPKG:
+		sig, err = v.VerifyPKG(ctx, f, size)
+	case pkgread.FormatMSIX:
+		sig, err = v.VerifyMSIX(ctx, f, size)
 	case pkgread.FormatUnknown:
 		err = nil // the package reason says it all
 	default:
 		err = nil
-		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app (macOS) or a signed .exe or .msi (Windows)", format)
+		rep.fail(ReasonSignatureUnsupported, false, "the gate does not verify the signature of a %s; ship a zipped .app, a .dmg or a signed .pkg (macOS) or a signed .exe, .msi or .msix (Windows)", format)
 	}
+	var nc notaryCheck
 	if sig != nil {
+		nc, err = s.checkNotarisation(ctx, sandbox, sig, err)
 		rep.evidence.Signature = SignatureEvidenceOf(sig, id)
 		if pk := rep.evidence.Package; sig.Image != nil && pk != nil && pk.DiskImage != nil {
 			pk.DiskImage.SignatureVerified, pk.DiskImage.Signer = true, sig.Image.SignerCommonName
 		}
+		rep.evidence.Signature.NotaryRecord, rep.evidence.Signature.NotaryLookup = nc.record, nc.outcome
 	}
 	switch {
 	case err != nil:

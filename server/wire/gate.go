@@ -12,6 +12,7 @@ import (
 	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/gate/clamav"
 	"github.com/xpromo/xpromo/server/gate/contact"
+	"github.com/xpromo/xpromo/server/gate/notary"
 	"github.com/xpromo/xpromo/server/gate/rdap"
 	"github.com/xpromo/xpromo/server/gate/sandbox"
 	"github.com/xpromo/xpromo/server/httpapi"
@@ -34,6 +35,10 @@ type GateConfig struct {
 	ClamdMaxStreamBytes int64
 	// RDAP: a fixed server, or IANA's bootstrap file from a URL or a file.
 	RDAPBaseURL, RDAPBootstrapURL, RDAPBootstrapFile string
+	// NotaryURL is the notarisation ticket lookup (Apple's CloudKit
+	// records lookup, notary.DefaultURL, when empty); "off": none, only a
+	// stapled ticket counts.
+	NotaryURL string
 	// SMTP server that mails the contact challenges.
 	SMTP contact.SMTPConfig
 	// MaxDownloadBytes and DownloadTimeout bound a download (0: 1 GiB, 10
@@ -110,6 +115,10 @@ func gateService(cfg Config, store storage.Store, appsSvc *apps.Service) (*gate.
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	svc.Domains = domains
+	if g.NotaryURL != "off" {
+		svc.Notary = &notary.Client{URL: g.NotaryURL, HTTP: outbound.New(outbound.Options{RequireHTTPS: live, TestOnlyAllowLoopback: g.AllowLoopback,
+			Timeout: 20 * time.Second, MaxResponseBytes: notary.MaxAnswerBytes + 1})}
+	}
 
 	var mailer contact.Mailer = noMailer{}
 	if g.SMTP.Host != "" {
@@ -138,6 +147,7 @@ func gateService(cfg Config, store storage.Store, appsSvc *apps.Service) (*gate.
 		svc.Fetcher = sb.Fetcher(svc.Fetcher)
 		svc.Scanner = sb.Scanner(svc.Scanner) // no clamd: its built-in EICAR matcher, for sandbox downloads only
 		svc.Domains = sb.Domains(svc.Domains)
+		svc.SandboxNotary = sb.Notary()
 		mailer = sb.Mailer(mailer, svc.Follow)
 	}
 

@@ -9,13 +9,16 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/gate"
+	"github.com/xpromo/xpromo/server/gate/notary"
+	"github.com/xpromo/xpromo/server/outbound"
 )
 
 const gateUsage = `Usage:
-  xpromo-server gate inspect FILE [--bundle-id ID] [--platform mac|win] [--roots-file PEM] [--json]
+  xpromo-server gate inspect FILE [--bundle-id ID] [--platform mac|win] [--roots-file PEM] [--notary-url URL|off] [--json]
 
 Reads a local package with the vetting gate's own readers and verifiers and
 prints what the gate would record of it: format, identity, signer,
@@ -35,6 +38,7 @@ func (p *program) gateCommand(ctx context.Context, args []string) error {
 	bundleID := fs.String("bundle-id", "", "the bundle_id the app registers (default: the package's primary identifier)")
 	platform := fs.String("platform", "", "the app's platform, mac or win (default: the package's)")
 	rootsFile := fs.String("roots-file", p.env("XPROMO_GATE_ROOTS_FILE"), "PEM file of the code-signing roots, as the server's --gate-roots-file (env XPROMO_GATE_ROOTS_FILE); none: every signature is gate_untrusted_signer")
+	notaryURL := fs.String("notary-url", p.env("XPROMO_GATE_NOTARY_URL"), "notarisation ticket lookup, as the server's --gate-notary-url (env XPROMO_GATE_NOTARY_URL; Apple's when empty); off: only a stapled ticket counts")
 	asJSON := fs.Bool("json", false, "print the inspection as JSON")
 	// The file may come before or after the flags.
 	rest := args[1:]
@@ -62,7 +66,11 @@ func (p *program) gateCommand(ctx context.Context, args []string) error {
 		}
 		roots = r
 	}
-	ins, err := gate.Inspect(ctx, file, gate.InspectOptions{BundleID: *bundleID, Platform: xpromo.Platform(*platform), Roots: roots, Now: p.now})
+	var lookup gate.NotaryLookup
+	if *notaryURL != "off" {
+		lookup = &notary.Client{URL: *notaryURL, HTTP: outbound.New(outbound.Options{RequireHTTPS: true, Timeout: 20 * time.Second, MaxResponseBytes: notary.MaxAnswerBytes + 1})}
+	}
+	ins, err := gate.Inspect(ctx, file, gate.InspectOptions{BundleID: *bundleID, Platform: xpromo.Platform(*platform), Roots: roots, Notary: lookup, Now: p.now})
 	if err != nil {
 		return err
 	}

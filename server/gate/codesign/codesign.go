@@ -13,6 +13,15 @@
 //     checked with the timeStamping EKU) and at Verifier.Now otherwise.
 //   - MSI (VerifyMSI): the Authenticode signature over every stream of the
 //     compound file, read with server/gate/cfb, with VerifyPE's chain rules.
+//   - Flat .pkg (VerifyPKG): the xar TOC checksum (SHA-1 as productsign
+//     writes it, or SHA-2), every heap file's archived checksum, the CMS
+//     and RSA signatures over the TOC checksum, a Developer ID Installer
+//     leaf (Apple's package-signing EKU and marker) chaining to the
+//     configured roots, and a stapled ticket trailer (presence).
+//   - MSIX/APPX (VerifyMSIX): AppxSignature.p7x and every digest it signs
+//     (AXPC, AXCD, AXCT, AXBM, AXCI), each file's blocks against the block
+//     map, streamed, every entry bounded first; VerifyPE's chain rules.
+//     Result.Publisher is the signer's subject as a manifest Publisher.
 //   - Mach-O (VerifyMachO, VerifyApp): the CMS signature over the
 //     CodeDirectory, every page hash, the special-slot hashes, the binding
 //     of the bundle's exact Info.plist bytes (a signature that does not bind
@@ -30,14 +39,14 @@
 //     (Contents/CodeResources, which stapler writes and the signature does not
 //     seal) or in the signature's ticket slot; its presence only — Apple does
 //     not document the ticket format, so its content is not validated, and
-//     revocation cannot be checked offline. The online lookup of a ticket by
-//     cdhash (Apple's CloudKit ticket service) is not implemented: an app
-//     without a stapled ticket is ReasonNotNotarized.
+//     revocation cannot be checked offline. An app without a stapled ticket
+//     is ReasonNotNotarized here; the gate then asks Apple's ticket service
+//     by Result.CDHashes (server/gate/notary), whose answer decides.
 //
 // What it does not do: trust the system roots (Debian's are Mozilla's TLS
 // roots; the gate configures its code-signing roots explicitly: Microsoft's
 // code-signing CAs for Windows, Apple Root CA for macOS), check revocation
-// (no CRL/OCSP fetching), verify MSIX/.pkg container signatures,
+// (no CRL/OCSP fetching), verify MSIX bundles,
 // or decide what the signer's identity must be — the caller compares
 // Result.Signer and Result.SigningIdentity with the app's declared
 // publisher and bundle_id.
@@ -139,7 +148,7 @@ func (v *Verifier) timestampRoots() *x509.CertPool {
 
 // Result describes a signature that verified.
 type Result struct {
-	Kind   string            // "authenticode" or "macho"
+	Kind   string            // "authenticode", "macho", "pkg" or "appx"
 	Signer *x509.Certificate // the leaf
 	Chain  []*x509.Certificate
 	// Subject fields of the leaf, for comparing with the declared publisher.
@@ -149,13 +158,16 @@ type Result struct {
 	SigningTime        time.Time // the timestamp's time, zero without one
 	Timestamped        bool
 
+	// MSIX: the signer's subject as an AppxManifest Identity Publisher.
+	Publisher string
+
 	// macOS
 	SigningIdentity string   // the CodeDirectory identifier (the bundle id for an app's main executable)
 	TeamID          string   // the leaf's subject OU
 	CDHashes        [][]byte // per architecture: the first 20 bytes of the CodeDirectory's hash
 	HardenedRuntime bool
 	Notarized       bool   // a stapled ticket was found
-	NotarySource    string // "stapled-bundle", "stapled-signature" or "stapled-dmg"
+	NotarySource    string // "stapled-bundle", "stapled-signature", "stapled-dmg", "stapled-trailer" (.pkg) or "online"
 
 	// Image is a .dmg's own signature, verified (VerifyDMGApp), when the
 	// image is signed.

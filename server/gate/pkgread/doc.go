@@ -24,6 +24,8 @@
 //   - .pkg (flat xar): the TOC, then Distribution and every PackageInfo;
 //     the identifiers offered are the <bundle id> of installed app bundles,
 //     then the package identifiers (pkg-info identifier, pkg-ref id).
+//     ReadXARSignature returns the links of its signature (TOC checksum,
+//     signatures, archived checksums, a stapled ticket), bounded.
 //   - .dmg (UDIF, server/gate/udif): the koly trailer, its partitions (blkx)
 //     and chunk tables, whether the image carries a code signature and a
 //     stapled notarisation ticket; then the HFS+ partition
@@ -36,8 +38,9 @@
 //
 // What it does not do: verify signatures (server/gate/codesign does), fetch
 // anything, look inside archives nested in archives by itself (Unwrap
-// extracts the one Windows installer or .dmg a zip may hold, for the caller to read;
-// a .zip holding a .pkg or several .exe files is ReasonBundleIDMissing), or
+// extracts the one installer or disk image a zip may hold — an .msi, .exe,
+// .pkg, .msix or .dmg — for the caller to read; a .zip holding several .exe
+// files is ReasonBundleIDMissing), or
 // run installers. Every read is
 // bounded by Limits: entry counts, the size of each decompressed file it
 // reads (plists, manifests, the xar TOC, MSI tables), and it never

@@ -31,12 +31,14 @@ func (n *Nested) Close() error {
 }
 
 // Unwrap looks one level into a zip that is not itself an app: a .zip
-// around one Windows installer (winget's "zip" packages: a setup.exe, an
-// .msi) holds exactly one .msi, or else exactly one .exe, at its root or
-// one folder down; a .zip around a macOS disk image (Homebrew's "container
-// nested:" casks) holds exactly one .dmg and no installer. That file is extracted — at most maxBytes
-// decompressed (0: DefaultMaxNestedBytes), streamed to a temporary file —
-// and returned when its bytes are a PE, an MSI or a UDIF image, for the readers and
+// around one installer (winget's "zip" packages: a setup.exe, an .msi;
+// Homebrew's zipped .pkg) holds exactly one .msi, or else exactly one
+// .exe, or else exactly one .pkg, or else exactly one .msix/.appx, at its
+// root or one folder down; a .zip around a macOS disk image (Homebrew's
+// "container nested:" casks) holds exactly one .dmg and no installer. That
+// file is extracted — at most maxBytes decompressed (0:
+// DefaultMaxNestedBytes), streamed to a temporary file — and returned
+// when its bytes are a PE, an MSI, a flat package, an MSIX or a UDIF image, for the readers and
 // verifiers to read instead of the zip. Anything else (a zipped .app, an
 // MSIX, several installers, none, a nested zip) returns nil: there is
 // nothing to unwrap, and only one level is ever opened.
@@ -51,7 +53,7 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, nil // readZip says why
 	}
-	var msis, exes, dmgs []*zip.File
+	var msis, exes, pkgs, msixes, dmgs []*zip.File
 	for _, f := range zr.File {
 		name := CleanZipName(f.Name)
 		parts := strings.Split(name, "/")
@@ -72,6 +74,10 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 			exes = append(exes, f)
 		case strings.HasSuffix(lower, ".dmg"):
 			dmgs = append(dmgs, f)
+		case strings.HasSuffix(lower, ".pkg"):
+			pkgs = append(pkgs, f)
+		case strings.HasSuffix(lower, ".msix"), strings.HasSuffix(lower, ".appx"):
+			msixes = append(msixes, f)
 		}
 	}
 	var pick *zip.File
@@ -80,7 +86,11 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 		pick = msis[0]
 	case len(msis) == 0 && len(exes) == 1:
 		pick = exes[0]
-	case len(msis) == 0 && len(exes) == 0 && len(dmgs) == 1:
+	case len(msis) == 0 && len(exes) == 0 && len(pkgs) == 1:
+		pick = pkgs[0] // Homebrew's "zip → pkg" casks
+	case len(msis) == 0 && len(exes) == 0 && len(pkgs) == 0 && len(msixes) == 1:
+		pick = msixes[0]
+	case len(msis) == 0 && len(exes) == 0 && len(pkgs) == 0 && len(msixes) == 0 && len(dmgs) == 1:
 		pick = dmgs[0]
 	default:
 		return nil, nil
@@ -117,7 +127,17 @@ func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxByte
 		return nil, fail(ReasonPackageTooLarge, FormatZip, nil, "%s is larger than %d bytes", pick.Name, maxBytes)
 	}
 	n.Size = written
-	if f, err := Detect(tmp, written); err != nil || (f != FormatPE && f != FormatMSI && f != FormatDMG) {
+	f, err := Detect(tmp, written)
+	if f == FormatZip && len(msixes) == 1 {
+		// an MSIX is a zip: it must read as one (a manifest), not as
+		// another archive to open
+		if id, rerr := (Reader{Limits: lim}).Read(ctx, tmp, written); rerr != nil || id.Format != FormatMSIX {
+			n.Close()
+			return nil, nil
+		}
+		f = FormatMSIX
+	}
+	if err != nil || (f != FormatPE && f != FormatMSI && f != FormatPKG && f != FormatMSIX && f != FormatDMG) {
 		n.Close()
 		return nil, nil // named like an installer, but not one
 	}

@@ -18,7 +18,19 @@ import (
 // folder of a product archive). Payloads are never decompressed.
 
 type xarTOC struct {
-	Files []*xarFile `xml:"toc>file"`
+	Checksum   *xarSigElement `xml:"toc>checksum"`
+	Signature  *xarSigElement `xml:"toc>signature"`
+	XSignature *xarSigElement `xml:"toc>x-signature"`
+	Files      []*xarFile     `xml:"toc>file"`
+}
+
+// xarSigElement is the TOC checksum or a signature: a heap range, and for
+// signatures the certificates (base64 DER) in an XML-DSig KeyInfo.
+type xarSigElement struct {
+	Style        string   `xml:"style,attr"`
+	Offset       int64    `xml:"offset"`
+	Size         int64    `xml:"size"`
+	Certificates []string `xml:"KeyInfo>X509Data>X509Certificate"`
 }
 
 type xarFile struct {
@@ -27,40 +39,82 @@ type xarFile struct {
 	Encoding struct {
 		Style string `xml:"style,attr"`
 	} `xml:"data>encoding"`
-	Offset int64      `xml:"data>offset"`
-	Length int64      `xml:"data>length"`
-	Size   int64      `xml:"data>size"`
-	Files  []*xarFile `xml:"file"`
+	Offset           int64 `xml:"data>offset"`
+	Length           int64 `xml:"data>length"`
+	Size             int64 `xml:"data>size"`
+	ArchivedChecksum struct {
+		Style  string `xml:"style,attr"`
+		Digest string `xml:",chardata"`
+	} `xml:"data>archived-checksum"`
+	Files []*xarFile `xml:"file"`
 }
 
-func readXAR(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
-	id := &Identity{Format: FormatPKG, Platform: MacOS}
+// xarParsed is a flat package's header and decoded TOC.
+type xarParsed struct {
+	toc       xarTOC
+	headerAlg uint32 // the header's checksum algorithm: 0 none, 1 SHA-1, 2 MD5, 3 SHA-256, 4 SHA-512
+	tocOffset int64  // where the compressed TOC starts
+	tocLen    int64  // its compressed length
+	heap      int64  // where the heap starts
+}
+
+// parseXAR reads the header and the TOC: the compressed TOC at most
+// lim.MaxTOCBytes (its decompressed form too), its XML within lim's depth
+// and node bounds before encoding/xml decodes it.
+func parseXAR(ra io.ReaderAt, size int64, lim Limits) (*xarParsed, error) {
 	hdr := make([]byte, 28)
 	if _, err := ra.ReadAt(hdr, 0); err != nil {
-		return id, fail(ReasonPackageUnreadable, FormatPKG, err, "reading the xar header")
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, err, "reading the xar header")
 	}
 	be := binary.BigEndian
 	hdrSize := int64(be.Uint16(hdr[4:]))
 	tocLen := int64(be.Uint64(hdr[8:]))
 	if hdrSize < 28 || tocLen <= 0 || tocLen > size-hdrSize {
-		return id, fail(ReasonPackageUnreadable, FormatPKG, nil, "xar header sizes (%d, %d) do not fit a %d-byte file", hdrSize, tocLen, size)
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, nil, "xar header sizes (%d, %d) do not fit a %d-byte file", hdrSize, tocLen, size)
+	}
+	if tocLen > lim.MaxTOCBytes {
+		return nil, fail(ReasonPackageTooLarge, FormatPKG, nil, "the compressed TOC is %d bytes, more than %d", tocLen, lim.MaxTOCBytes)
+	}
+	// The header declares the TOC's decompressed size: it is refused over
+	// the bound before anything is decompressed, and the decompression
+	// reads into exactly that much room, stopping one byte past it.
+	plain := int64(be.Uint64(hdr[16:]))
+	if plain > lim.MaxTOCBytes {
+		return nil, fail(ReasonPackageTooLarge, FormatPKG, nil, "the TOC declares %d bytes, more than %d", plain, lim.MaxTOCBytes)
+	}
+	if plain <= 0 {
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, nil, "the TOC declares %d bytes", plain)
 	}
 	zr, err := zlib.NewReader(io.NewSectionReader(ra, hdrSize, tocLen))
 	if err != nil {
-		return id, fail(ReasonPackageUnreadable, FormatPKG, err, "decompressing the TOC")
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, err, "decompressing the TOC")
 	}
-	raw, err := readAllLimited(zr, lim.MaxTOCBytes, FormatPKG, "the TOC")
+	raw := make([]byte, plain+1)
+	n, err := io.ReadFull(zr, raw)
+	switch {
+	case n > int(plain):
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, nil, "the TOC is larger than the %d bytes its header declares", plain)
+	case err != nil && err != io.ErrUnexpectedEOF:
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, err, "decompressing the TOC")
+	}
+	raw = raw[:n]
+	if err := checkXML(raw, lim, FormatPKG, "the TOC"); err != nil {
+		return nil, err
+	}
+	p := &xarParsed{headerAlg: be.Uint32(hdr[24:]), tocOffset: hdrSize, tocLen: tocLen, heap: hdrSize + tocLen}
+	if err := xml.Unmarshal(raw, &p.toc); err != nil {
+		return nil, fail(ReasonPackageUnreadable, FormatPKG, err, "decoding the TOC")
+	}
+	return p, nil
+}
+
+func readXAR(ctx context.Context, ra io.ReaderAt, size int64, lim Limits) (*Identity, error) {
+	id := &Identity{Format: FormatPKG, Platform: MacOS}
+	p, err := parseXAR(ra, size, lim)
 	if err != nil {
 		return id, err
 	}
-	if err := checkXML(raw, lim, FormatPKG, "the TOC"); err != nil {
-		return id, err
-	}
-	var toc xarTOC
-	if err := xml.Unmarshal(raw, &toc); err != nil {
-		return id, fail(ReasonPackageUnreadable, FormatPKG, err, "decoding the TOC")
-	}
-	heap := hdrSize + tocLen
+	toc, heap := p.toc, p.heap
 
 	var metas []*xarFile // Distribution first, then every PackageInfo
 	count := 0

@@ -40,11 +40,15 @@ const (
 	// good package for them.
 	variantBomb = "bomb" // a chunk decoding to 80 MiB of zeros: gate_package_too_large
 	variantAPFS = "apfs" // an APFS volume: gate_package_apfs_unsupported
+	// variantWrongSigner: a .pkg signed by the Developer ID Application
+	// leaf (a code-signing certificate, not an installer one):
+	// gate_untrusted_signer. Other formats: the good package.
+	variantWrongSigner = "wrongsigner"
 )
 
 func variantOf(hostOrURL string) string {
 	switch l := firstLabel(hostOrURL); l {
-	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing:
+	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing, variantWrongSigner:
 		return l
 	case variantBomb, variantAPFS:
 		return l
@@ -113,13 +117,19 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 	if platform == xpromo.PlatformWin && format == formatMSI {
 		return s.msiPackage(declared, appName(bundleID), variant)
 	}
+	if platform == xpromo.PlatformWin && format == formatMSIX {
+		return s.msixPackage(declared, appName(bundleID), variant)
+	}
 	if platform == xpromo.PlatformWin {
 		return s.windowsPackage(declared, appName(bundleID), variant)
 	}
 	if format == formatDMG {
-		return s.dmgPackage(declared, appName(bundleID), variant)
+		return s.notarise(variant)(s.dmgPackage(declared, appName(bundleID), variant))
 	}
-	return s.macPackage(declared, appName(bundleID), variant)
+	if format == formatPKG {
+		return s.notarise(variant)(s.pkgPackage(declared, appName(bundleID), variant))
+	}
+	return s.notarise(variant)(s.macPackage(declared, appName(bundleID), variant))
 }
 
 // macPackage is a zipped <name>.app: Info.plist, a small Mach-O main
@@ -147,6 +157,9 @@ func (s *Sandbox) macApp(bundleID, name, variant string) ([]zipFile, error) {
 		// The appcast the scoring job reads release cadence from, answered
 		// by the reputation sandbox (server/reputation/sandbox).
 		"SUFeedURL": FeedURL(bundleID),
+		// Each variant's own bytes, so its signature (and the notarisation
+		// record named after it) is its own.
+		"XPromoSandboxVariant": variant,
 	}, plist.XMLFormat, "\t")
 	if err != nil {
 		return nil, err
@@ -206,6 +219,12 @@ func formatOf(rawURL string) string {
 	}
 	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".dmg") {
 		return formatDMG
+	}
+	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".pkg") {
+		return formatPKG
+	}
+	if p := strings.ToLower(u.Path); err == nil && (strings.HasSuffix(p, ".msix") || strings.HasSuffix(p, ".appx")) {
+		return formatMSIX
 	}
 	return ""
 }

@@ -30,6 +30,7 @@ type pki struct {
 	root      *x509.Certificate
 	developer *certloader.Certificate // macOS
 	windows   *certloader.Certificate // Authenticode
+	installer *certloader.Certificate // .pkg: Developer ID Installer-shaped
 }
 
 func newPKI(now time.Time) (*pki, error) {
@@ -77,6 +78,9 @@ func newPKI(now time.Time) (*pki, error) {
 		return nil, err
 	}
 	if p.windows, err = leaf("xpromo sandbox code signing", "", false); err != nil {
+		return nil, err
+	}
+	if p.installer, err = installerLeaf(root, rootKey, notBefore, notAfter); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -110,6 +110,9 @@ type Sandbox struct {
 	now  func() time.Time
 	pki  *pki
 	pkgs *packageCache
+	// tickets are the notarisation records of the packages it notarised
+	// (the online lookup's answers, sandbox/notary.go).
+	tickets tickets
 
 	// The inbox's background work: answers to challenge emails.
 	ctx    context.Context
