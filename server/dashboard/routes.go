@@ -22,5 +22,18 @@ func (d *Dashboard) routes(r chi.Router) {
 			r.Get("/money/ledger.csv", d.ledgerCSV)
 			r.With(d.idempotentForm).Post("/money/top-up", d.topUp)
 		})
+
+		r.Group(func(r chi.Router) {
+			r.Use(d.requireRole(session.RoleOperator))
+			r.Get("/operator/review", d.review)
+			r.Get("/operator/apps/{app_id}", d.operatorApp)
+			r.With(d.idempotentForm).Post("/operator/apps/{app_id}/actions", d.act)
+			r.Get("/operator/complaints", d.operatorComplaints)
+			r.With(d.idempotentForm).Post("/operator/complaints/{complaint_id}/resolve", d.resolveComplaint)
+			r.Get("/operator/audit", d.audit)
+			r.Get("/operator/network", d.network)
+			r.With(d.idempotentForm).Post("/operator/clock/advance", d.advanceClock)
+			r.With(d.idempotentForm).Post("/operator/sweep", d.sweep)
+		})
 	})
 }
