@@ -208,7 +208,15 @@ func TestSecurityHeadersOnEveryPage(t *testing.T) {
 	}
 	check("/dashboard/sign-in", b.get("/dashboard/sign-in"))
 	b.signIn(key)
-	for _, path := range []string{"/dashboard/", "/dashboard/installs", "/dashboard/money", "/dashboard/nothing-here", "/dashboard/static/style.css"} {
+	op := s.browser()
+	op.signIn(adminToken)
+	for _, path := range []string{"/dashboard/operator/review", "/dashboard/operator/complaints", "/dashboard/operator/audit", "/dashboard/operator/network"} {
+		p := op.get(path)
+		require.Equal(t, http.StatusOK, p.StatusCode, path)
+		check(path, p)
+		assert.Contains(t, p.Body, `class="test-banner"`, path)
+	}
+	for _, path := range []string{"/dashboard/", "/dashboard/installs", "/dashboard/money", "/dashboard/campaigns", "/dashboard/nothing-here", "/dashboard/static/style.css"} {
 		p := b.get(path)
 		check(path, p)
 		if strings.HasSuffix(path, "nothing-here") {

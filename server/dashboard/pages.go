@@ -31,7 +31,8 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"pct": func(f float64) float64 { return f * 100 },
+	"eurp": func(c *int64) string { return eur(*c) },
+	"pct":  func(f float64) float64 { return f * 100 },
 	"signed": func(c int64) string {
 		if c > 0 {
 			return "+" + fmt.Sprint(c)
@@ -85,6 +86,7 @@ var appNav = []navItem{
 	{"overview", "Overview", Prefix + "/"},
 	{"installs", "Installs", Prefix + "/installs"},
 	{"money", "Money", Prefix + "/money"},
+	{"campaigns", "Campaigns", Prefix + "/campaigns"},
 }
 
 var operatorNav = []navItem{
@@ -155,6 +157,10 @@ var notices = map[string]string{
 	"review":    "Sent back to review: the gate runs again.",
 	"resolved":  "Complaint resolved.",
 	"clock":     "The test clock moved.",
+	"created":   "Campaign created.",
+	"saved":     "Campaign saved.",
+	"paused":    "Campaign paused.",
+	"resumed":   "Campaign resumed.",
 }
 
 func noticeText(q url.Values) string {

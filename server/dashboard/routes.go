@@ -21,6 +21,12 @@ func (d *Dashboard) routes(r chi.Router) {
 			r.Get("/money", d.money)
 			r.Get("/money/ledger.csv", d.ledgerCSV)
 			r.With(d.idempotentForm).Post("/money/top-up", d.topUp)
+			r.Get("/campaigns", d.campaigns)
+			r.With(d.idempotentForm).Post("/campaigns", d.createCampaign)
+			r.Get("/campaigns/{campaign_id}", d.campaign)
+			r.With(d.idempotentForm).Post("/campaigns/{campaign_id}", d.updateCampaign)
+			r.With(d.idempotentForm).Post("/campaigns/{campaign_id}/pause", d.pauseCampaign)
+			r.With(d.idempotentForm).Post("/campaigns/{campaign_id}/resume", d.resumeCampaign)
 		})
 
 		r.Group(func(r chi.Router) {
