@@ -158,6 +158,8 @@ var notices = map[string]string{
 	"resolved":  "Complaint resolved.",
 	"clock":     "The test clock moved.",
 	"created":   "Campaign created.",
+	"earnmode":  "Earn mode changed: it applies to installs cleared from now on.",
+	"payout":    "Payout sent: the ledger shows its line below.",
 	"saved":     "Campaign saved.",
 	"paused":    "Campaign paused.",
 	"resumed":   "Campaign resumed.",
