@@ -87,6 +87,7 @@ var appNav = []navItem{
 	{"installs", "Installs", Prefix + "/installs"},
 	{"money", "Money", Prefix + "/money"},
 	{"campaigns", "Campaigns", Prefix + "/campaigns"},
+	{"developers", "Developers", Prefix + "/developers"},
 }
 
 var operatorNav = []navItem{
@@ -148,21 +149,22 @@ func (d *Dashboard) renderError(w http.ResponseWriter, r *http.Request, status i
 // page after a POST says what happened; only these fixed texts (and the
 // sweep's counts, as numbers) are shown.
 var notices = map[string]string{
-	"topup":     "Top-up done: the ledger shows it below.",
-	"signedout": "You are signed out.",
-	"approve":   "Approved.",
-	"reject":    "Rejected.",
-	"suspend":   "Suspended.",
-	"reinstate": "Reinstated.",
-	"review":    "Sent back to review: the gate runs again.",
-	"resolved":  "Complaint resolved.",
-	"clock":     "The test clock moved.",
-	"created":   "Campaign created.",
-	"earnmode":  "Earn mode changed: it applies to installs cleared from now on.",
-	"payout":    "Payout sent: the ledger shows its line below.",
-	"saved":     "Campaign saved.",
-	"paused":    "Campaign paused.",
-	"resumed":   "Campaign resumed.",
+	"topup":       "Top-up done: the ledger shows it below.",
+	"signedout":   "You are signed out.",
+	"approve":     "Approved.",
+	"reject":      "Rejected.",
+	"suspend":     "Suspended.",
+	"reinstate":   "Reinstated.",
+	"review":      "Sent back to review: the gate runs again.",
+	"resolved":    "Complaint resolved.",
+	"clock":       "The test clock moved.",
+	"created":     "Campaign created.",
+	"redelivered": "Redelivery queued: its attempt appears below once made.",
+	"earnmode":    "Earn mode changed: it applies to installs cleared from now on.",
+	"payout":      "Payout sent: the ledger shows its line below.",
+	"saved":       "Campaign saved.",
+	"paused":      "Campaign paused.",
+	"resumed":     "Campaign resumed.",
 }
 
 func noticeText(q url.Values) string {
