@@ -166,6 +166,12 @@ const (
 	GatePackageAPFSUnsupported        = "gate_package_apfs_unsupported"
 )
 
+// The dashboard's sign-in (server/dashboard).
+const (
+	SignInLinkInvalid = "sign_in_link_invalid"
+	SignInFailed      = "sign_in_failed"
+)
+
 // catalogue maps a code to its entries; the first is the default status.
 var catalogue = map[string][]Entry{}
 
@@ -320,6 +326,8 @@ func init() {
 	def(WebhookEndpointDisabled, 409, "Redelivery to a disabled webhook endpoint; enable it first (PATCH `status: enabled`).")
 	def(GatePackageUnsupportedCompression, 422, "A vetting-gate reason, not an error response: a `.dmg` stores the part the gate reads in chunks it does not decode — LZFSE (`ULFO`) or LZMA (`ULMO`) — or an HFS+ file the gate reads is transparently compressed with LZVN or LZFSE (decmpfs types 7, 8, 11, 12; zlib is read); build the image as `UDZO` (zlib) or `UDBZ` (bzip2) (docs/gate.md, `.dmg`).")
 	def(GatePackageAPFSUnsupported, 422, "A vetting-gate reason, not an error response: the `.dmg` holds an APFS volume, which the gate does not read yet; build the image with an HFS+ filesystem (`hdiutil create -fs HFS+`, electron-builder's default) (docs/gate.md, `.dmg`).")
+	def(SignInLinkInvalid, 401, "A dashboard sign-in link was used already, has expired (links last 5 minutes) or never existed; mint a new one (`xpromo dashboard`, POST /v1/dashboard/sign-in-links).")
+	def(SignInFailed, 401, "The dashboard's sign-in form got neither a valid API key nor this server's admin token.")
 }
 
 // Known reports whether code is in the catalogue.

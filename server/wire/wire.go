@@ -16,6 +16,8 @@ import (
 	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/dashboard"
+	"github.com/xpromo/xpromo/server/dashboard/session"
 	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
@@ -205,6 +207,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	// start: the test clock's offset here, the offer secret below.
 	startup, cancel := context.WithTimeout(context.Background(), startupTimeout)
 	defer cancel()
+	wall := cfg.Now // the dashboard's sessions expire on it, not on the test clock
 	clock := NewClock(cfg.Now, cfg.Mode == httpapi.ModeTest)
 	if err := clock.keepIn(startup, store); err != nil {
 		return nil, err
@@ -267,7 +270,12 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	runner := jobRunner(cfg, store)
 	registerGate(cfg, runner, svc.Gate)
 	registerScoring(runner, scorer)
+	// Sessions and sign-in links live on the wall clock: advancing the test
+	// clock 48 hours must not sign the operator out who did it.
+	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: wall}
+	svc.SignInLinks = sessions
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
+	dashboard.Mount(dashboard.Config{API: srv, Services: svc, Sessions: sessions, Mode: cfg.Mode, Logger: cfg.Logger})
 	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Lifecycle: life, Jobs: runner, Clock: clock, cfg: cfg}, nil
 }
