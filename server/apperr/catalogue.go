@@ -162,6 +162,12 @@ const (
 	ContactUndeliverable    = "contact_undeliverable"
 )
 
+// The dashboard's sign-in (server/dashboard).
+const (
+	SignInLinkInvalid = "sign_in_link_invalid"
+	SignInFailed      = "sign_in_failed"
+)
+
 // catalogue maps a code to its entries; the first is the default status.
 var catalogue = map[string][]Entry{}
 
@@ -314,6 +320,8 @@ func init() {
 	def(InvalidEventType, 422, "`events` of a webhook endpoint is empty, names a type twice or a type that does not exist; or the `type` filter of the events API names one that does not exist (docs/webhooks.md lists them).")
 	def(TooManyWebhookEndpoints, 409, "The app already has 10 webhook endpoints; delete one first.")
 	def(WebhookEndpointDisabled, 409, "Redelivery to a disabled webhook endpoint; enable it first (PATCH `status: enabled`).")
+	def(SignInLinkInvalid, 401, "A dashboard sign-in link was used already, has expired (links last 5 minutes) or never existed; mint a new one (`xpromo dashboard`, POST /v1/dashboard/sign-in-links).")
+	def(SignInFailed, 401, "The dashboard's sign-in form got neither a valid API key nor this server's admin token.")
 }
 
 // Known reports whether code is in the catalogue.

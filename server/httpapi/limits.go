@@ -373,6 +373,9 @@ func send(w http.ResponseWriter, rec *recorder) {
 // /v1/apps), the client IP. A key is never shared across callers: a
 // registration's replay carries its api_key.
 func (s *Server) idempotencyScope(r *http.Request) string {
+	if scope, ok := r.Context().Value(idempotencyScopeKey{}).(string); ok {
+		return scope // a dashboard session's (dashboard.go)
+	}
 	if app := callerApp(r.Context()); app != "" {
 		return "app:" + app
 	}

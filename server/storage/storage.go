@@ -20,6 +20,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/complaints"
+	"github.com/xpromo/xpromo/server/dashboard/session"
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/jobs"
@@ -47,6 +48,7 @@ type Tx interface {
 	contact.Store
 	lifecycle.Tx
 	testmode.Tx
+	session.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

@@ -16,6 +16,8 @@ import (
 	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/dashboard"
+	"github.com/xpromo/xpromo/server/dashboard/session"
 	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/httpapi"
@@ -270,5 +272,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	registerScoring(runner, scorer)
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
+	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: cfg.Now}
+	dashboard.Mount(dashboard.Config{API: srv, Services: svc, Sessions: sessions, Mode: cfg.Mode, Logger: cfg.Logger})
 	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Lifecycle: life, Jobs: runner, Clock: clock, cfg: cfg}, nil
 }
