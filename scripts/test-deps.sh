@@ -38,6 +38,7 @@ declare -A need=(
 	[clamd]=clamav-daemon
 	[node]=nodejs
 	[npm]=npm
+	[chromium]=chromium # the dashboard's browser tests (server/internal/browsertest)
 )
 missing=()
 for cmd in "${!need[@]}"; do
