@@ -5,8 +5,9 @@
 // console error, no uncaught exception, no Content-Security-Policy
 // violation, no serious or critical axe-core violation, and a screenshot.
 //
-// Without chromium the tests skip with a message, unless CI is set: then a
-// missing browser fails (scripts/test-deps.sh installs it).
+// Without chromium the tests skip with a message, unless CI or
+// XPROMO_TEST_REQUIRE_TOOLS (make test) is set: then a missing browser
+// fails (scripts/test-deps.sh installs it).
 package browsertest
 
 import (
@@ -57,8 +58,8 @@ func chromiumPath(t testing.TB) string {
 	}
 	bin, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("browser tests: %s not found and CI is set: install it (scripts/test-deps.sh: apt-get install chromium): %v", name, err)
+		if os.Getenv("CI") != "" || os.Getenv("XPROMO_TEST_REQUIRE_TOOLS") != "" {
+			t.Fatalf("browser tests: %s not found and CI or XPROMO_TEST_REQUIRE_TOOLS is set: install it (scripts/test-deps.sh: apt-get install chromium): %v", name, err)
 		}
 		t.Skipf("browser tests skipped: %s not found (apt-get install chromium, or scripts/test-deps.sh; set %s to another binary)", name, EnvChromium)
 	}
@@ -241,25 +242,30 @@ func (p *Page) Fill(css, value string) {
 	p.Do(chromedp.Clear(chromedp.CSS(css)), chromedp.SendKeys(chromedp.CSS(css), value))
 }
 
-// ClickAndWait clicks the element and waits for the next document to
-// load (a link or a form's submit button): until the document's time
-// origin changed and it is complete. Evaluations that fail while the old
+// ClickAndWait clicks the element (a link or a form's submit button) and
+// waits until the next page is shown and settled: a new document, or the
+// dashboard's htmx-boosted swap of the body, either way a new <main>. The
+// old <main> is marked before the click; evaluations that fail while a
 // document goes away are retried.
 func (p *Page) ClickAndWait(css string) {
 	p.t.Helper()
-	before := Run(p, chromedp.Evaluate[float64](`performance.timeOrigin`))
+	Run(p, chromedp.Evaluate[bool](`(() => { const m = document.querySelector('main') || document.body; m.__xpromoStale = true; return true })()`))
 	p.Do(chromedp.Click(chromedp.CSS(css)))
 	ctx, cancel := context.WithTimeout(p.ctx, ActionTimeout)
 	defer cancel()
+	const shown = `(() => {
+  const m = document.querySelector('main') || document.body;
+  return document.readyState === 'complete' && !m.__xpromoStale &&
+    !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling');
+})()`
 	for {
-		loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
-			`performance.timeOrigin !== %v && document.readyState === 'complete'`, before)))
-		if err == nil && loaded {
+		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](shown))
+		if err == nil && done {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			p.t.Fatalf("browser: clicking %s loaded no new page: %v (last error %v)", css, ctx.Err(), err)
+			p.t.Fatalf("browser: clicking %s showed no new page: %v (last error %v)", css, ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,133 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/internal/browsertest"
+	"github.com/xpromo/xpromo/server/storage/storagetest"
+)
+
+// euros is how the dashboard writes an amount.
+func euros(cents int64) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("EUR %s%d.%02d", sign, cents/100, cents%100)
+}
+
+// TestBrowser walks the dashboard in headless chromium on a test-mode
+// server whose data was made through the SDK (two approved apps, a top-up,
+// a campaign, three installs of which two were used past 48 hours and
+// cleared, one pending app): sign-in with a pasted key, each screen of the
+// app's role, what each shows against what the API answers for the same
+// figures, a top-up through the form and the test checkout. On every
+// screen: no console error, no CSP violation, no serious or critical axe
+// violation, and a screenshot (make screenshots keeps them in
+// docs/dashboard).
+func TestBrowser(t *testing.T) {
+	b := browsertest.Start(t)
+	srv := browsertest.Serve(t, storagetest.SQLite(t))
+	ctx := context.Background()
+	const category = "productivity"
+
+	adv := srv.ApprovedApp("Snip", "")
+	pub := srv.ApprovedApp("Clipboard", category)
+	srv.PendingApp("Quiet", "")
+	srv.TopUp(adv, 20_000)
+	srv.Campaign(adv, category, 5_000)
+	var installs []browsertest.Install
+	for _, d := range []string{"dev-1", "dev-2", "dev-3"} {
+		installs = append(installs, srv.Install(pub, adv, d))
+	}
+	srv.Advance(48 * time.Hour)
+	srv.Heartbeat(adv, installs[0])
+	srv.Heartbeat(adv, installs[1])
+	srv.Advance(time.Hour)
+	sweep := srv.Sweep()
+	require.Equal(t, 2, sweep.Cleared, "%+v", sweep)
+
+	p := b.NewPage(t)
+	// A person opening the server's root lands on the sign-in form.
+	p.Open(srv.URL + "/")
+	assert.Equal(t, srv.URL+"/dashboard/sign-in", p.Location())
+	p.Check("sign-in")
+	p.Screenshot("sign-in")
+
+	p.Fill("#key", adv.Key)
+	p.ClickAndWait(`main form button[type="submit"]`)
+	assert.Equal(t, srv.URL+"/dashboard/", p.Location())
+	assert.Equal(t, "Snip", p.Text("main h1"))
+	score, err := adv.Client.GetScore(ctx, adv.ID)
+	require.NoError(t, err)
+	assert.Equal(t, string(score.Status), p.Text(".status"))
+	bal, err := adv.Client.GetBalance(ctx, adv.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{euros(bal.WalletCents), euros(bal.EscrowHeldCents), euros(bal.WithdrawableCents), euros(bal.CreditsCents)},
+		p.Texts(".balance dd"), "the overview's balance is the API's")
+	assert.Contains(t, p.Text(".test-banner"), "TEST MODE")
+	p.Check("overview")
+	p.Screenshot("overview")
+
+	// Installs: the chains the API lists for the app, with their states.
+	p.ClickAndWait(`nav a[href="/dashboard/installs"]`)
+	chains, err := adv.Client.ListChains(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, chains.Chains, 3)
+	var wantStates []string
+	for _, c := range chains.Chains {
+		wantStates = append(wantStates, string(c.State))
+	}
+	assert.Equal(t, wantStates, p.Texts("table.list tbody .state"))
+	p.Check("installs")
+	p.Screenshot("installs")
+
+	// A cleared chain's detail: both signatures verify.
+	p.Open(srv.URL + "/dashboard/installs/" + installs[0].ChainID)
+	assert.Equal(t, "cleared", p.Text(".facts .state"))
+	sigs := p.Texts(".signatures > li > strong")
+	assert.Equal(t, []string{"✓ verifies", "✓ verifies"}, sigs)
+	p.Check("chain")
+	p.Screenshot("chain")
+
+	// Money: every ledger line the API lists, and the balance after each.
+	p.ClickAndWait(`nav a[href="/dashboard/money"]`)
+	lines, err := adv.Client.GetLedger(ctx, adv.ID, nil)
+	require.NoError(t, err)
+	assert.Equal(t, len(lines.Lines), p.Count("table.list tbody tr"))
+	var wantAfter []string
+	for _, l := range lines.Lines {
+		wantAfter = append(wantAfter, fmt.Sprint(l.BalanceAfter))
+	}
+	assert.Equal(t, wantAfter, p.Texts("table.list tbody td:nth-child(4)"), "balance after, line by line")
+	assert.Equal(t, euros(bal.WalletCents), p.Texts(".balance dd")[0])
+	p.Check("money")
+	p.Screenshot("money")
+
+	// A top-up through the form: the test checkout, paid, credits the
+	// wallet by exactly that amount, as one topup line.
+	p.Fill("#amount_eur", "60")
+	p.ClickAndWait(`form[action="/dashboard/money/top-up"] button[type="submit"]`)
+	require.True(t, strings.HasPrefix(p.Location(), srv.URL+"/test/checkout/"), "%s: %s", p.Location(), p.Text("body"))
+	p.ClickAndWait(`form button[type="submit"]`)
+	assert.Empty(t, p.Problems(), "the test checkout")
+	after, err := adv.Client.GetBalance(ctx, adv.ID)
+	require.NoError(t, err)
+	assert.Equal(t, bal.WalletCents+6000, after.WalletCents)
+	p.Open(srv.URL + "/dashboard/money")
+	assert.Equal(t, euros(after.WalletCents), p.Texts(".balance dd")[0])
+	last, err := adv.Client.GetLedger(ctx, adv.ID, nil)
+	require.NoError(t, err)
+	require.Len(t, last.Lines, len(lines.Lines)+1)
+	assert.Equal(t, xpromo.LineTopup, last.Lines[len(last.Lines)-1].Type)
+	assert.Equal(t, int64(6000), last.Lines[len(last.Lines)-1].AmountCents)
+	p.Check("money after a top-up")
+}
