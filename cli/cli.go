@@ -178,6 +178,7 @@ profile in the config file (written by "xpromo apps register"), then defaults.
 		r.complaintsCommand(),
 		r.adminCommand(),
 		r.configCommand(),
+		r.dashboardCommand(),
 	)
 	return root
 }

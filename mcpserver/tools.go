@@ -80,7 +80,7 @@ var ToolNames = append([]string{
 	"resume_campaign", "list_campaigns", "get_campaign", "update_campaign",
 	"get_ledger", "get_stats", "request_payout",
 	"start_payout_onboarding", "get_payout_account",
-}, append(append(append(append(append(webhookToolNames, complaintToolNames...), gateToolNames...), appToolNames...), statsToolNames...), listToolNames...)...)
+}, append(append(append(append(append(append(webhookToolNames, complaintToolNames...), gateToolNames...), appToolNames...), statsToolNames...), listToolNames...), dashboardToolNames...)...)
 
 // keyNote ends the description of every tool that needs the API key.
 const keyNote = " Needs the app's API key (issued by register_app)."
@@ -398,7 +398,7 @@ func allTools() []*tool {
 				return answer{value: out}, err
 			},
 		},
-	}, append(append(append(append(append(webhookTools(), complaintTools()...), gateTools()...), appTools()...), statsTools()...), listTools()...)...)
+	}, append(append(append(append(append(append(webhookTools(), complaintTools()...), gateTools()...), appTools()...), statsTools()...), listTools()...), dashboardTools()...)...)
 }
 
 // topUpWalletNote tells the agent whether top_up can pay over x402 by

@@ -346,3 +346,42 @@ func TestTopUpDoubleSubmitIsOneMovement(t *testing.T) {
 		assert.Contains(t, csv.Body, fmt.Sprintf(",topup,5000,5000,"))
 	})
 }
+
+func TestSignInLinkOnceAndExpiry(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, store storage.Store) {
+		s := newStack(t, store)
+		id, key := s.app("Clip")
+		var link struct {
+			URL       string    `json:"url"`
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		require.Equal(t, http.StatusCreated, s.api("POST", "/v1/dashboard/sign-in-links", key, nil, &link))
+		assert.Equal(t, s.clock.Now().Add(5*time.Minute), link.ExpiresAt)
+		u, err := url.Parse(link.URL)
+		require.NoError(t, err)
+		token := u.Query().Get("link")
+
+		b := s.browser()
+		// Opening the link changes nothing: it asks to continue.
+		for range 2 {
+			p := b.get(u.RequestURI())
+			require.Equal(t, http.StatusOK, p.StatusCode)
+			assert.Contains(t, p.Body, `name="link" value="`+token+`"`)
+		}
+		p := b.post("/dashboard/sign-in", url.Values{"link": {token}})
+		require.Equal(t, http.StatusSeeOther, p.StatusCode, p.Body)
+		assert.Contains(t, b.get("/dashboard/").Body, id)
+
+		// Used once: another browser cannot.
+		p = s.browser().post("/dashboard/sign-in", url.Values{"link": {token}})
+		assert.Equal(t, http.StatusUnauthorized, p.StatusCode)
+		assert.Contains(t, p.Body, "used already, has expired")
+
+		// Five minutes later a fresh link has expired.
+		require.Equal(t, http.StatusCreated, s.api("POST", "/v1/dashboard/sign-in-links", key, nil, &link))
+		u, _ = url.Parse(link.URL)
+		s.clock.Add(5 * time.Minute)
+		p = s.browser().post("/dashboard/sign-in", url.Values{"link": {u.Query().Get("link")}})
+		assert.Equal(t, http.StatusUnauthorized, p.StatusCode)
+	})
+}

@@ -32,5 +32,6 @@ func (s *Server) MountAPI(svc Services) {
 		s.mountComplaints(protected, admin)
 		s.mountGate(public, protected)
 		s.mountLists(protected, admin)
+		s.mountDashboard(protected)
 	})
 }

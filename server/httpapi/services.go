@@ -58,4 +58,7 @@ type Services struct {
 	// TrustedProxies are the proxies whose X-Forwarded-For the SDK
 	// endpoints believe for the client's address.
 	TrustedProxies []netip.Prefix
+	// SignInLinks mints the dashboard's sign-in links (dashboard.go); nil
+	// leaves POST /v1/dashboard/sign-in-links out.
+	SignInLinks SignInLinks
 }

@@ -225,6 +225,9 @@ var operations = map[string]opSpec{
 	// alone (public).
 	"get_integration_guide_vectors":  {"GET", "/v1/integration-guide/vectors.json", true, false},
 	"get_integration_guide_protocol": {"GET", "/v1/integration-guide/protocol.md", true, false},
+
+	// The web dashboard's sign-in link (API key; docs/dashboard.md).
+	"dashboard_link": {"POST", "/v1/dashboard/sign-in-links", false, false},
 }
 
 // optionalBody lists the operations whose JSON body may be left out.
@@ -587,6 +590,7 @@ var wireTypes = map[string]any{
 	"PayoutAccountStatus":   xpromo.PayoutAccountStatus{},
 	"Error":                 xpromo.ErrorResponse{},
 	"KeyRotation":           xpromo.KeyRotation{},
+	"DashboardSignInLink":   xpromo.DashboardSignInLink{},
 	"Job":                   xpromo.Job{},
 	"JobError":              xpromo.JobError{},
 	"ContactVerifyRequest":  xpromo.ContactVerifyRequest{},
@@ -826,6 +830,7 @@ func TestSchemasAcceptSDKValues(t *testing.T) {
 		{"RegisterAppRequest", xpromo.RegisterAppRequest{Name: "Snip", Platform: xpromo.PlatformMac, BundleID: "com.example.snip",
 			Domain: "example.com", DownloadURL: "https://example.com/Snip.zip", ContactEmail: "dev@example.com", Category: "developer-tools"}},
 		{"KeyRotation", xpromo.KeyRotation{APIKey: "xp_test_x", PreviousKeyExpiresAt: now}},
+		{"DashboardSignInLink", xpromo.DashboardSignInLink{URL: "https://xpromo.example/dashboard/sign-in?link=abc", ExpiresAt: now}},
 		{"Job", xpromo.Job{JobID: "job_1", Kind: xpromo.JobGate, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now}},
 		{"Job", xpromo.Job{JobID: "job_1", Kind: xpromo.JobScoring, Status: xpromo.JobSucceeded, CreatedAt: now, RunAfter: now, FinishedAt: &now}},
 		{"Job", xpromo.Job{JobID: "job_1", Kind: xpromo.JobGate, Status: xpromo.JobQueued, CreatedAt: now, RunAfter: now, Attempts: 2,

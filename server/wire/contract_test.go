@@ -296,6 +296,7 @@ func TestContract(t *testing.T) {
 		rotated := a.expect(201, a.do("POST", "/v1/apps/"+advID+"/keys/rotate", advKey, nil)).json(t)
 		a.expect(200, a.do("GET", "/v1/apps/"+advID+"/score", rotated["api_key"].(string), nil))
 		contractLists(t, a, pubID, pubKey, advID, rotated["api_key"].(string))
+		contractDashboard(t, a, pubKey)
 
 		contractAttribution(t, a, pubKey)
 		contractWebhooks(t, a, pubID, pubKey)
@@ -308,7 +309,9 @@ func TestContract(t *testing.T) {
 		// as the Error body on every 4xx, it does not follow). Its tools are
 		// the document's operations; mcp_test.go checks their schemas against
 		// the document and their answers against the REST answers.
-		chk.RoutesMatch(a.srv.Router(), "/healthz", "/readyz", "/metrics", "/mcp")
+		// / and /dashboard/* are the web dashboard's pages for browsers
+		// (server/dashboard), not API operations.
+		chk.RoutesMatch(a.srv.Router(), "/healthz", "/readyz", "/metrics", "/mcp", "/", "/dashboard/*")
 		chk.RequireAllExercised()
 
 		verify, err := ledger.Verify(context.Background(), s)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/xpromo/xpromo/server/dashboard/session"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/storage"
@@ -44,9 +45,11 @@ func HoldInstance(ctx context.Context, store storage.Store) (id string, release 
 const DefaultIdempotencyPurgeInterval = time.Hour
 
 // RunIdempotencyPurge deletes expired Idempotency-Keys now and then every
-// interval (DefaultIdempotencyPurgeInterval if 0) until ctx ends. Expired
-// keys are ignored anyway, so this only reclaims space; failures are logged
-// and retried at the next tick. Several instances may run it at once.
+// interval (DefaultIdempotencyPurgeInterval if 0) until ctx ends, and with
+// them the dashboard's ended sessions and expired sign-in links. Expired
+// keys and sessions are ignored anyway, so this only reclaims space;
+// failures are logged and retried at the next tick. Several instances may
+// run it at once.
 func RunIdempotencyPurge(ctx context.Context, cfg Config, store storage.Store, interval time.Duration) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -58,6 +61,7 @@ func RunIdempotencyPurge(ctx context.Context, cfg Config, store storage.Store, i
 		interval = DefaultIdempotencyPurgeInterval
 	}
 	svc, _ := idempotencyService(cfg, store)
+	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: cfg.Now}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -67,6 +71,13 @@ func RunIdempotencyPurge(ctx context.Context, cfg Config, store storage.Store, i
 			cfg.Logger.Warn("purging expired idempotency keys", slog.Int("deleted", n), slog.String("error", err.Error()))
 		case n > 0:
 			cfg.Logger.Info("purged expired idempotency keys", slog.Int("deleted", n))
+		}
+		n, err = sessions.Purge(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			cfg.Logger.Warn("purging ended dashboard sessions", slog.String("error", err.Error()))
+		case n > 0:
+			cfg.Logger.Info("purged ended dashboard sessions and sign-in links", slog.Int("deleted", n))
 		}
 		select {
 		case <-ctx.Done():

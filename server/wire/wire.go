@@ -270,9 +270,10 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	runner := jobRunner(cfg, store)
 	registerGate(cfg, runner, svc.Gate)
 	registerScoring(runner, scorer)
+	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: cfg.Now}
+	svc.SignInLinks = sessions
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
-	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: cfg.Now}
 	dashboard.Mount(dashboard.Config{API: srv, Services: svc, Sessions: sessions, Mode: cfg.Mode, Logger: cfg.Logger})
 	return &Server{HTTP: srv, Apps: svc.Apps, Attribution: svc.Attribution, Market: svc.Market, Payments: svc.Payments, Webhooks: svc.Webhooks, Gate: svc.Gate, Lifecycle: life, Jobs: runner, Clock: clock, cfg: cfg}, nil
 }
