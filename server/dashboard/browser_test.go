@@ -12,6 +12,8 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/internal/browsertest"
+	"github.com/xpromo/xpromo/server/sqlite"
+	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
 
@@ -35,8 +37,20 @@ func euros(cents int64) string {
 // docs/dashboard).
 func TestBrowser(t *testing.T) {
 	b := browsertest.Start(t)
-	srv := browsertest.Serve(t, storagetest.SQLite(t))
+	storagetest.Each(t, func(t *testing.T, store storage.Store) {
+		// One set of screenshots: SQLite's.
+		_, isSQLite := store.(*sqlite.DB)
+		walk(t, b, browsertest.Serve(t, store), isSQLite)
+	})
+}
+
+func walk(t *testing.T, b *browsertest.Browser, srv *browsertest.Server, shots bool) {
 	ctx := context.Background()
+	screenshot := func(p *browsertest.Page, name string) {
+		if shots {
+			p.Screenshot(name)
+		}
+	}
 	const category = "productivity"
 
 	adv := srv.ApprovedApp("Snip", "")
@@ -60,7 +74,7 @@ func TestBrowser(t *testing.T) {
 	p.Open(srv.URL + "/")
 	assert.Equal(t, srv.URL+"/dashboard/sign-in", p.Location())
 	p.Check("sign-in")
-	p.Screenshot("sign-in")
+	screenshot(p, "sign-in")
 
 	p.Fill("#key", adv.Key)
 	p.ClickAndWait(`main form button[type="submit"]`)
@@ -75,7 +89,7 @@ func TestBrowser(t *testing.T) {
 		p.Texts(".balance dd"), "the overview's balance is the API's")
 	assert.Contains(t, p.Text(".test-banner"), "TEST MODE")
 	p.Check("overview")
-	p.Screenshot("overview")
+	screenshot(p, "overview")
 
 	// Installs: the chains the API lists for the app, with their states.
 	p.ClickAndWait(`nav a[href="/dashboard/installs"]`)
@@ -88,7 +102,7 @@ func TestBrowser(t *testing.T) {
 	}
 	assert.Equal(t, wantStates, p.Texts("table.list tbody .state"))
 	p.Check("installs")
-	p.Screenshot("installs")
+	screenshot(p, "installs")
 
 	// A cleared chain's detail: both signatures verify.
 	p.Open(srv.URL + "/dashboard/installs/" + installs[0].ChainID)
@@ -96,7 +110,7 @@ func TestBrowser(t *testing.T) {
 	sigs := p.Texts(".signatures > li > strong")
 	assert.Equal(t, []string{"✓ verifies", "✓ verifies"}, sigs)
 	p.Check("chain")
-	p.Screenshot("chain")
+	screenshot(p, "chain")
 
 	// Money: every ledger line the API lists, and the balance after each.
 	p.ClickAndWait(`nav a[href="/dashboard/money"]`)
@@ -110,7 +124,7 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, wantAfter, p.Texts("table.list tbody td:nth-child(4)"), "balance after, line by line")
 	assert.Equal(t, euros(bal.WalletCents), p.Texts(".balance dd")[0])
 	p.Check("money")
-	p.Screenshot("money")
+	screenshot(p, "money")
 
 	// A top-up through the form: the test checkout, paid, credits the
 	// wallet by exactly that amount, as one topup line.
@@ -130,4 +144,27 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, xpromo.LineTopup, last.Lines[len(last.Lines)-1].Type)
 	assert.Equal(t, int64(6000), last.Lines[len(last.Lines)-1].AmountCents)
 	p.Check("money after a top-up")
+
+	// Sign-in with a single-use link (what xpromo dashboard --open
+	// opens), in a browser of its own: the GET only asks to continue, the
+	// Continue POST signs in, and the link then no longer works.
+	link, err := pub.Client.DashboardLink(ctx)
+	require.NoError(t, err)
+	l := b.NewPage(t)
+	l.Open(link.URL)
+	l.Check("sign-in link")
+	screenshot(l, "sign-in-link")
+	l.ClickAndWait(`main form button[type="submit"]`)
+	assert.Equal(t, srv.URL+"/dashboard/", l.Location())
+	assert.Equal(t, "Clipboard", l.Text("main h1"))
+	pubBal, err := pub.Client.GetBalance(ctx, pub.ID)
+	require.NoError(t, err)
+	assert.Equal(t, euros(pubBal.WithdrawableCents), l.Texts(".balance dd")[2], "the publisher's cleared earnings are withdrawable")
+	l.Check("the publisher's overview")
+	again := b.NewPage(t)
+	again.Open(link.URL)
+	again.ClickAndWait(`main form button[type="submit"]`)
+	assert.NotEqual(t, srv.URL+"/dashboard/", again.Location(), "a used link signs nobody in")
+	assert.Contains(t, again.Text("main"), "used already")
+	again.Problems() // the refusal's status is a 4xx, which the browser logs
 }
