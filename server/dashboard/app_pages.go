@@ -32,7 +32,7 @@ func appID(r *http.Request) string {
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
-		status := apperr.Status(ae.Code)
+		status := apperr.HTTPStatus(err)
 		if ae.Code == apperr.NotFound {
 			d.notFound(w, r)
 			return
@@ -304,6 +304,7 @@ type moneyData struct {
 	CSV       string // the CSV download's query string
 	TopUpKey  string
 	MinPayout int64
+	Payout    payoutData
 }
 
 func (d *Dashboard) ledgerQuery(w http.ResponseWriter, r *http.Request) (payments.LedgerQuery, url.Values, bool) {
@@ -337,7 +338,12 @@ func (d *Dashboard) money(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	data := moneyData{Balance: bal, Lines: lines, From: v.Get("from"), To: v.Get("to"), TopUpKey: newFormKey(), MinPayout: payments.MinPayoutCents}
+	pay, err := d.payoutSection(r)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	data := moneyData{Balance: bal, Lines: lines, From: v.Get("from"), To: v.Get("to"), TopUpKey: newFormKey(), MinPayout: payments.MinPayoutCents, Payout: pay}
 	filter := url.Values{}
 	for _, k := range []string{"from", "to"} {
 		if v.Get(k) != "" {

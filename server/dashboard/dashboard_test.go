@@ -67,12 +67,18 @@ func newStack(t *testing.T, store storage.Store) *stack {
 // app registers an approved app and returns its id and API key.
 func (s *stack) app(name string) (string, string) {
 	s.t.Helper()
-	ctx := context.Background()
-	a, key, _, err := s.srv.Apps.Register(ctx, apps.RegisterParams{Name: name, Platform: "mac",
+	id, key := s.pendingApp(name)
+	_, err := s.srv.Apps.Act(context.Background(), id, apps.Approve, "test")
+	require.NoError(s.t, err)
+	return id, key
+}
+
+// pendingApp registers an app that waits for review.
+func (s *stack) pendingApp(name string) (string, string) {
+	s.t.Helper()
+	a, key, _, err := s.srv.Apps.Register(context.Background(), apps.RegisterParams{Name: name, Platform: "mac",
 		BundleID: "com.example." + strings.ToLower(name), Domain: "example.com",
 		DownloadURL: "https://example.com/" + name + ".zip", ContactEmail: "team@example.com"})
-	require.NoError(s.t, err)
-	_, err = s.srv.Apps.Act(ctx, a.ID, apps.Approve, "test")
 	require.NoError(s.t, err)
 	return a.ID, key
 }
@@ -202,7 +208,15 @@ func TestSecurityHeadersOnEveryPage(t *testing.T) {
 	}
 	check("/dashboard/sign-in", b.get("/dashboard/sign-in"))
 	b.signIn(key)
-	for _, path := range []string{"/dashboard/", "/dashboard/installs", "/dashboard/money", "/dashboard/nothing-here", "/dashboard/static/style.css"} {
+	op := s.browser()
+	op.signIn(adminToken)
+	for _, path := range []string{"/dashboard/operator/review", "/dashboard/operator/complaints", "/dashboard/operator/audit", "/dashboard/operator/network"} {
+		p := op.get(path)
+		require.Equal(t, http.StatusOK, p.StatusCode, path)
+		check(path, p)
+		assert.Contains(t, p.Body, `class="test-banner"`, path)
+	}
+	for _, path := range []string{"/dashboard/", "/dashboard/installs", "/dashboard/money", "/dashboard/campaigns", "/dashboard/developers", "/dashboard/nothing-here", "/dashboard/static/style.css"} {
 		p := b.get(path)
 		check(path, p)
 		if strings.HasSuffix(path, "nothing-here") {

@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +31,8 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
+	"eurp": func(c *int64) string { return eur(*c) },
+	"pct":  func(f float64) float64 { return f * 100 },
 	"signed": func(c int64) string {
 		if c > 0 {
 			return "+" + fmt.Sprint(c)
@@ -82,6 +86,8 @@ var appNav = []navItem{
 	{"overview", "Overview", Prefix + "/"},
 	{"installs", "Installs", Prefix + "/installs"},
 	{"money", "Money", Prefix + "/money"},
+	{"campaigns", "Campaigns", Prefix + "/campaigns"},
+	{"developers", "Developers", Prefix + "/developers"},
 }
 
 var operatorNav = []navItem{
@@ -122,7 +128,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 		}
 	}
 	if v.Notice == "" {
-		v.Notice = noticeText(r.URL.Query().Get("done"))
+		v.Notice = noticeText(r.URL.Query())
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
@@ -140,11 +146,31 @@ func (d *Dashboard) renderError(w http.ResponseWriter, r *http.Request, status i
 }
 
 // notices are the results an action redirects with (?done=…), so that the
-// page after a POST says what happened without state in the URL beyond a
-// fixed word.
+// page after a POST says what happened; only these fixed texts (and the
+// sweep's counts, as numbers) are shown.
 var notices = map[string]string{
-	"topup":     "Top-up done: the ledger shows it below.",
-	"signedout": "You are signed out.",
+	"topup":       "Top-up done: the ledger shows it below.",
+	"signedout":   "You are signed out.",
+	"approve":     "Approved.",
+	"reject":      "Rejected.",
+	"suspend":     "Suspended.",
+	"reinstate":   "Reinstated.",
+	"review":      "Sent back to review: the gate runs again.",
+	"resolved":    "Complaint resolved.",
+	"clock":       "The test clock moved.",
+	"created":     "Campaign created.",
+	"redelivered": "Redelivery queued: its attempt appears below once made.",
+	"earnmode":    "Earn mode changed: it applies to installs cleared from now on.",
+	"payout":      "Payout sent: the ledger shows its line below.",
+	"saved":       "Campaign saved.",
+	"paused":      "Campaign paused.",
+	"resumed":     "Campaign resumed.",
 }
 
-func noticeText(code string) string { return notices[code] }
+func noticeText(q url.Values) string {
+	if q.Get("done") == "sweep" {
+		n := func(k string) int { v, _ := strconv.Atoi(q.Get(k)); return v }
+		return fmt.Sprintf("Sweep done: %d cleared, %d refunded, %d failed.", n("cleared"), n("refunded"), n("failed"))
+	}
+	return notices[q.Get("done")]
+}

@@ -207,6 +207,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	// start: the test clock's offset here, the offer secret below.
 	startup, cancel := context.WithTimeout(context.Background(), startupTimeout)
 	defer cancel()
+	wall := cfg.Now // the dashboard's sessions expire on it, not on the test clock
 	clock := NewClock(cfg.Now, cfg.Mode == httpapi.ModeTest)
 	if err := clock.keepIn(startup, store); err != nil {
 		return nil, err
@@ -270,7 +271,9 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	runner := jobRunner(cfg, store)
 	registerGate(cfg, runner, svc.Gate)
 	registerScoring(runner, scorer)
-	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: cfg.Now}
+	// Sessions and sign-in links live on the wall clock: advancing the test
+	// clock 48 hours must not sign the operator out who did it.
+	sessions := &session.Service{Update: session.Txer(storage.Updater[session.Tx](store)), Now: wall}
 	svc.SignInLinks = sessions
 	srv.MountAPI(svc)
 	mountMCP(cfg, srv)
