@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,7 +56,7 @@ func walk(t *testing.T, b *browsertest.Browser, srv *browsertest.Server, shots b
 
 	adv := srv.ApprovedApp("Snip", "")
 	pub := srv.ApprovedApp("Clipboard", category)
-	srv.PendingApp("Quiet", "")
+	quiet := srv.PendingApp("Quiet", "")
 	srv.TopUp(adv, 20_000)
 	srv.Campaign(adv, category, 5_000)
 	var installs []browsertest.Install
@@ -145,6 +146,24 @@ func walk(t *testing.T, b *browsertest.Browser, srv *browsertest.Server, shots b
 	assert.Equal(t, int64(6000), last.Lines[len(last.Lines)-1].AmountCents)
 	p.Check("money after a top-up")
 
+	// Campaigns: spend today against the budget, as the API reads it.
+	p.ClickAndWait(`nav a[href="/dashboard/campaigns"]`)
+	camps, err := adv.Client.ListCampaigns(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, camps.Campaigns, 1)
+	c := camps.Campaigns[0]
+	assert.Contains(t, p.Text("table.list tbody tr"), euros(c.SpentTodayCents)+" of "+euros(c.DailyBudgetCents))
+	p.Check("campaigns")
+	screenshot(p, "campaigns")
+
+	// Developers: the API keys (prefixes only) and the SDK key.
+	p.ClickAndWait(`nav a[href="/dashboard/developers"]`)
+	assert.Contains(t, p.Text("main"), adv.Key[:12])
+	assert.NotContains(t, p.Text("main"), adv.Key)
+	assert.Contains(t, p.Text("main"), adv.SDK.ID)
+	p.Check("developers")
+	screenshot(p, "developers")
+
 	// Sign-in with a single-use link (what xpromo dashboard --open
 	// opens), in a browser of its own: the GET only asks to continue, the
 	// Continue POST signs in, and the link then no longer works.
@@ -167,4 +186,65 @@ func walk(t *testing.T, b *browsertest.Browser, srv *browsertest.Server, shots b
 	assert.NotEqual(t, srv.URL+"/dashboard/", again.Location(), "a used link signs nobody in")
 	assert.Contains(t, again.Text("main"), "used already")
 	again.Problems() // the refusal's status is a 4xx, which the browser logs
+
+	operator(t, b, srv, adv, pub, quiet, screenshot)
+}
+
+// operator walks the operators' screens: the review queue lists what the
+// API's review queue lists, an operator approves the pending app from its
+// page and resolves a complaint, and the API then says so.
+func operator(t *testing.T, b *browsertest.Browser, srv *browsertest.Server, adv, pub, quiet *browsertest.App, screenshot func(*browsertest.Page, string)) {
+	ctx := context.Background()
+	complaint, err := adv.Client.FileComplaint(ctx, adv.ID, &xpromo.CreateComplaintRequest{AppID: pub.ID, Reason: xpromo.ComplaintMisleadingAd, Detail: "the ad promised a free plan"})
+	require.NoError(t, err)
+
+	op := b.NewPage(t)
+	op.Open(srv.URL + "/dashboard/sign-in")
+	op.Fill("#key", browsertest.AdminToken)
+	op.ClickAndWait(`main form button[type="submit"]`)
+	assert.Equal(t, srv.URL+"/dashboard/operator/review", op.Location())
+	queue, err := srv.Admin.AdminListApps(ctx, &xpromo.AdminAppListParams{Status: xpromo.AppStatusPending})
+	require.NoError(t, err)
+	var want []string
+	for _, a := range queue.Apps {
+		want = append(want, a.AppID)
+	}
+	assert.Equal(t, []string{quiet.ID}, want)
+	assert.Equal(t, want, op.Texts("table.list tbody td:first-child code"), "the review queue is the API's")
+	op.Check("review queue")
+	screenshot(op, "review")
+
+	op.ClickAndWait(`a[href="/dashboard/operator/apps/` + quiet.ID + `"]`)
+	op.Check("operator app")
+	screenshot(op, "operator-app")
+	op.Fill("#reason-approve", "checked by hand")
+	op.ClickAndWait(`form.decision:has(input[name="action"][value="approve"]) button[type="submit"]`)
+	op.Check("operator app after approval")
+	got, err := srv.Admin.AdminGetApp(ctx, quiet.ID)
+	require.NoError(t, err)
+	assert.Equal(t, xpromo.AppStatusApproved, got.Status, "approved from the browser")
+	audit, err := srv.Admin.AdminAudit(ctx, 1)
+	require.NoError(t, err)
+	require.NotEmpty(t, audit.Entries)
+	assert.Equal(t, []string{quiet.ID, "app.approve"}, []string{audit.Entries[0].Subject, audit.Entries[0].Action}, "the approval is audited")
+
+	op.ClickAndWait(`nav a[href="/dashboard/operator/complaints"]`)
+	op.Check("complaints")
+	screenshot(op, "complaints")
+	op.Do(chromedp.SetValue(chromedp.CSS("#res-"+complaint.ComplaintID), "upheld"))
+	op.Fill("#note-"+complaint.ComplaintID, "the plan is paid")
+	op.ClickAndWait(`form[action="/dashboard/operator/complaints/` + complaint.ComplaintID + `/resolve"] button[type="submit"]`)
+	op.Check("complaints after resolving")
+	resolved, err := srv.Admin.AdminComplaints(ctx, xpromo.ComplaintUpheld, 10)
+	require.NoError(t, err)
+	require.Len(t, resolved.Complaints, 1)
+	assert.Equal(t, complaint.ComplaintID, resolved.Complaints[0].ComplaintID)
+
+	op.ClickAndWait(`nav a[href="/dashboard/operator/audit"]`)
+	assert.Contains(t, op.Text("main"), complaint.ComplaintID, "the resolution is in the audit log")
+	op.Check("audit")
+	screenshot(op, "audit")
+	op.ClickAndWait(`nav a[href="/dashboard/operator/network"]`)
+	op.Check("network")
+	screenshot(op, "network")
 }
