@@ -216,7 +216,7 @@ func TestSecurityHeadersOnEveryPage(t *testing.T) {
 		check(path, p)
 		assert.Contains(t, p.Body, `class="test-banner"`, path)
 	}
-	for _, path := range []string{"/dashboard/", "/dashboard/installs", "/dashboard/money", "/dashboard/campaigns", "/dashboard/developers", "/dashboard/nothing-here", "/dashboard/static/style.css"} {
+	for _, path := range []string{"/dashboard/", "/dashboard/installs", "/dashboard/money", "/dashboard/campaigns", "/dashboard/developers", "/dashboard/score", "/dashboard/nothing-here", "/dashboard/static/style.css"} {
 		p := b.get(path)
 		check(path, p)
 		if strings.HasSuffix(path, "nothing-here") {

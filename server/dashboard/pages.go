@@ -31,8 +31,9 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"eurp": func(c *int64) string { return eur(*c) },
-	"pct":  func(f float64) float64 { return f * 100 },
+	"eurp":    func(c *int64) string { return eur(*c) },
+	"pct":     func(f float64) float64 { return f * 100 },
+	"contrib": func(v, weight int) float64 { return float64(v*weight) / 100 },
 	"signed": func(c int64) string {
 		if c > 0 {
 			return "+" + fmt.Sprint(c)
@@ -87,6 +88,7 @@ var appNav = []navItem{
 	{"installs", "Installs", Prefix + "/installs"},
 	{"money", "Money", Prefix + "/money"},
 	{"campaigns", "Campaigns", Prefix + "/campaigns"},
+	{"score", "Score", Prefix + "/score"},
 	{"developers", "Developers", Prefix + "/developers"},
 }
 

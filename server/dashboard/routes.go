@@ -24,6 +24,8 @@ func (d *Dashboard) routes(r chi.Router) {
 			r.With(d.idempotentForm).Post("/money/earn-mode", d.setEarnMode)
 			r.With(d.idempotentForm).Post("/money/payout-account", d.onboard)
 			r.With(d.idempotentForm).Post("/money/payout", d.payout)
+			r.Get("/score", d.score)
+			r.With(d.idempotentForm).Post("/score/recheck", d.recheck)
 			r.Get("/developers", d.developers)
 			r.With(d.idempotentForm).Post("/developers/keys/rotate", d.rotateKey)
 			r.With(d.idempotentForm).Post("/developers/webhooks", d.createEndpoint)
