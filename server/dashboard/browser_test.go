@@ -156,6 +156,13 @@ func walk(t *testing.T, b *browsertest.Browser, srv *browsertest.Server, shots b
 	p.Check("campaigns")
 	screenshot(p, "campaigns")
 
+	// Score: the status and the five gate checks, as GET /score reads them.
+	p.ClickAndWait(`nav a[href="/dashboard/score"]`)
+	assert.Contains(t, p.Text("main p"), string(score.Status))
+	assert.Len(t, p.Texts("section[aria-labelledby=gate] tbody tr"), 5)
+	p.Check("score")
+	screenshot(p, "score")
+
 	// Developers: the API keys (prefixes only) and the SDK key.
 	p.ClickAndWait(`nav a[href="/dashboard/developers"]`)
 	assert.Contains(t, p.Text("main"), adv.Key[:12])
