@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen history crashtest capi capi-test capi-windows mcp-conformance fuzz
+.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen history crashtest capi capi-test capi-windows mcp-conformance fuzz screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -203,3 +203,10 @@ guide: ## copy integration-guide.md, docs/protocol.md and the test vectors into 
 
 mcp-conformance: ## the official MCP conformance suite and Inspector CLI against /mcp and xpromo-mcp (needs Node 22+ and npm; NODE=…)
 	scripts/mcp-conformance.sh
+
+# The dashboard's screenshots: the browser test (headless chromium) writes a
+# 1280x800 PNG per screen into docs/dashboard, which docs/dashboard.md shows.
+screenshots: ## the dashboard's browser test, keeping a PNG of each screen in docs/dashboard (needs chromium)
+	@bash scripts/test-deps.sh
+	@mkdir -p docs/dashboard
+	cd server && XPROMO_SCREENSHOTS=$(CURDIR)/docs/dashboard XPROMO_TEST_REQUIRE_TOOLS=1 $(GO) test -count=1 -run 'TestBrowser$$' ./dashboard/

@@ -168,6 +168,7 @@ profile in the config file (written by "xpromo apps register"), then defaults.
 		r.payoutCommand(),
 		r.payoutAccountCommand(),
 		r.balanceCommand(),
+		r.thresholdsCommand(),
 		r.payoutsCommand(),
 		r.chainsCommand(),
 		r.keysCommand(),

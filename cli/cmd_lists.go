@@ -53,6 +53,51 @@ func (r *runner) balanceCommand() *cobra.Command {
 	}
 }
 
+func (r *runner) thresholdsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "thresholds",
+		Short: "how close the app is to the go-live bar and each suspension bar (GET /v1/apps/{app_id}/thresholds)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, appID, err := r.appClient()
+			if err != nil {
+				return err
+			}
+			th, err := c.GetThresholds(cmd.Context(), appID)
+			if err != nil {
+				return err
+			}
+			if r.g.json {
+				return r.writeRaw()
+			}
+			t := newTable(r.env.Stdout)
+			t.row("THRESHOLD", "KIND", "VALUE", "BAR", "SAMPLE", "WINDOW", "STATE")
+			for _, x := range th.Thresholds {
+				sample, window := "-", "since reinstatement"
+				if x.Sample != nil {
+					sample = fmt.Sprint(*x.Sample)
+					if x.MinSample != nil {
+						sample += fmt.Sprintf(" (min %d)", *x.MinSample)
+					}
+				}
+				if x.WindowHours != nil {
+					window = fmt.Sprintf("%dh", *x.WindowHours)
+				}
+				cmp := "≥ "
+				if x.Comparison == "below" {
+					cmp = "< "
+				}
+				t.row(string(x.Name), string(x.Kind), fmt.Sprintf("%.4g", x.Value), cmp+fmt.Sprintf("%.4g", x.Bar), sample, window, string(x.State))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(r.env.Stdout, "status %s, as of %s\n", th.Status, ts(th.AsOf))
+			return err
+		},
+	}
+}
+
 func (r *runner) payoutsCommand() *cobra.Command {
 	var p xpromo.PageParams
 	cmd := &cobra.Command{

@@ -207,6 +207,15 @@ func TestListsCommands(t *testing.T) {
 	assert.Contains(t, e.ok("apps", "keys").stdout, pub.apiKey[:12]+"…")
 	assert.NotContains(t, e.ok("apps", "keys").stdout, pub.apiKey)
 	assert.Contains(t, e.ok("chains").stdout, "no chains")
+	th := e.ok("thresholds").stdout
+	for _, name := range []string{"live_cleared", "live_retention", "fraud_rate", "churn_retention", "canary_clicks", "upheld_complaints"} {
+		assert.Contains(t, th, name)
+	}
+	assert.Contains(t, th, "too_few", "no claims yet: the fraud rate is not judged")
+	var ths xpromo.Thresholds
+	require.NoError(t, json.Unmarshal([]byte(e.ok("thresholds", "--json").stdout), &ths))
+	assert.Equal(t, pub.appID, ths.AppID)
+	assert.Len(t, ths.Thresholds, 6)
 }
 
 // clearInstall posts what a cleared install posts on the ledger: an escrow

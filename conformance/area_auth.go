@@ -126,6 +126,7 @@ func checkCrossAppNotFound(c *C) {
 		call func(appID string) error
 	}{
 		{"GET /apps/{app_id}/score", func(id string) error { _, err := cl.GetScore(ctx, id); return err }},
+		{"GET /apps/{app_id}/thresholds", func(id string) error { _, err := cl.GetThresholds(ctx, id); return err }},
 		{"GET /apps/{app_id}/ledger", func(id string) error { _, err := cl.GetLedger(ctx, id, nil); return err }},
 		{"GET /apps/{app_id}/stats", func(id string) error { _, err := cl.GetStats(ctx, id, nil); return err }},
 		{"POST /apps/{app_id}/top-up", func(id string) error {

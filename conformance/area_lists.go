@@ -14,6 +14,7 @@ func listChecks() []Check {
 		{"the balance of a funded app: its top-up is credits, not withdrawable (additive)", checkBalanceOfTopUp},
 		{"an install holds its price in escrow and lists on both sides (additive)", checkChainsAndEscrow},
 		{"the API key list shows the key's prefix, never the key (additive)", checkAPIKeyList},
+		{"a new app's lifecycle thresholds: the go-live bar not met, no suspension bar crossed (additive)", checkThresholdsOfNewApp},
 	}
 }
 
@@ -78,5 +79,40 @@ func checkAPIKeyList(c *C) {
 	}
 	if strings.Contains(string(c.Last().Body), a.Key) {
 		c.Errorf("the key list holds the key itself")
+	}
+}
+
+// checkThresholdsOfNewApp: a new app has traded nothing, so it is below the
+// go-live bar, clear of the count bars, and too few claims and installs to
+// judge its rates.
+func checkThresholdsOfNewApp(c *C) {
+	a := c.NewApp()
+	th, err := a.Client.GetThresholds(c.Ctx(), a.ID)
+	c.NoError(err, "GET /apps/{app_id}/thresholds")
+	requireKeys(c, "Thresholds", c.Last().JSON(c), "app_id", "status", "as_of", "thresholds")
+	if th.AppID != a.ID {
+		c.Errorf("app_id %q, want %q", th.AppID, a.ID)
+	}
+	want := []struct {
+		name  xpromo.ThresholdName
+		kind  xpromo.ThresholdKind
+		state xpromo.ThresholdState
+	}{
+		{xpromo.ThresholdLiveCleared, xpromo.ThresholdKindLive, xpromo.ThresholdNotMet},
+		{xpromo.ThresholdLiveRetention, xpromo.ThresholdKindLive, xpromo.ThresholdNotMet},
+		{xpromo.ThresholdFraudRate, xpromo.ThresholdKindSuspension, xpromo.ThresholdTooFew},
+		{xpromo.ThresholdChurnRetention, xpromo.ThresholdKindSuspension, xpromo.ThresholdTooFew},
+		{xpromo.ThresholdCanaryClicks, xpromo.ThresholdKindSuspension, xpromo.ThresholdWithin},
+		{xpromo.ThresholdUpheldComplaints, xpromo.ThresholdKindSuspension, xpromo.ThresholdWithin},
+	}
+	if len(th.Thresholds) != len(want) {
+		c.Errorf("%d thresholds, want %d: %+v", len(th.Thresholds), len(want), th.Thresholds)
+		return
+	}
+	for i, w := range want {
+		got := th.Thresholds[i]
+		if got.Name != w.name || got.Kind != w.kind || got.State != w.state || got.Value != 0 || got.Bar <= 0 || got.Reason == "" {
+			c.Errorf("threshold %d: %+v, want %s (%s) %s at value 0 against a positive bar, with its reason code", i, got, w.name, w.kind, w.state)
+		}
 	}
 }

@@ -116,7 +116,7 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 40 {
+	if !slices.Equal(sorted(names), sorted(ToolNames)) || len(names) != 41 {
 		t.Fatalf("tools = %v, want exactly %v", names, ToolNames)
 	}
 
@@ -169,6 +169,7 @@ func TestToolsList(t *testing.T) {
 		"list_api_keys":   {true, false, true, false},
 		"list_chains":     {true, false, true, false},
 		"get_daily_stats": {true, false, true, false},
+		"get_thresholds":  {true, false, true, false},
 		// The dashboard's sign-in link: a new one each call.
 		"dashboard_link": {false, false, false, false},
 	}

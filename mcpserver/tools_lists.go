@@ -15,7 +15,7 @@ import (
 // mirrors its REST operation.
 
 // listToolNames are these tools' names (in ToolNames).
-var listToolNames = []string{"get_balance", "list_payouts", "list_api_keys", "list_chains"}
+var listToolNames = []string{"get_balance", "list_payouts", "list_api_keys", "list_chains", "get_thresholds"}
 
 // listSchemas are the answers' schemas, openapi.json's with every $ref
 // resolved (TestMCPToolsMatchOpenAPI in server/wire compares them keyword
@@ -42,6 +42,21 @@ func pageParams(def, max int, what string) []param {
 
 func listTools() []*tool {
 	return []*tool{
+		{
+			name:  "get_thresholds",
+			title: "Read how close the app is to each lifecycle threshold",
+			description: "Read the app's distance to each published lifecycle threshold now (GET /v1/apps/{app_id}/thresholds): the go-live bar (live_cleared: charged installs bought in the last 30 days; live_retention: their 48-hour retention; " +
+				"a throttled app goes live when both are met) and the suspension bars the lifecycle review judges (fraud_rate, churn_retention, canary_clicks, upheld_complaints). " +
+				"Each entry has the bar, the app's value, the sample a ratio is computed on and the smallest sample judged, the window and where counting starts, and a state: met or not_met (live bars), " +
+				"within or breached (suspension bars: the next review suspends an approved, throttled or live app that breaches one), too_few (not judged yet). Use it to warn before a bar bites." + keyNote,
+			params: []param{appIDParam()},
+			output: listSchema("thresholdsSchema"),
+			hints:  read,
+			call: func(ctx context.Context, c *xpromo.Client, a arguments, opts []xpromo.CallOption) (answer, error) {
+				out, err := c.GetThresholds(ctx, a.str("app_id"), opts...)
+				return answer{value: out}, err
+			},
+		},
 		{
 			name:  "get_balance",
 			title: "Read the app's balance",

@@ -44,6 +44,7 @@ declare -A need=(
 	[7zz]=7zip
 	[dmg2img]=dmg2img
 	[fls]=sleuthkit
+	[chromium]=chromium # the dashboard's browser tests (server/internal/browsertest)
 )
 missing=()
 for cmd in "${!need[@]}"; do

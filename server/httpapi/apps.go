@@ -19,6 +19,9 @@ func (s *Server) mountApps(public, protected, admin chi.Router) {
 	protected.Get("/apps/{app_id}", s.getApp)
 	protected.Patch("/apps/{app_id}", s.updateApp)
 	protected.Get("/apps/{app_id}/score", s.getScore)
+	if s.services.Lifecycle != nil {
+		protected.Get("/apps/{app_id}/thresholds", s.getThresholds)
+	}
 	protected.Get("/apps/{app_id}/jobs/{job_id}", s.getJob)
 	protected.Post("/apps/{app_id}/keys/rotate", s.rotateKey)
 
@@ -149,6 +152,22 @@ func (s *Server) getScore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, score)
+}
+
+// getThresholds answers how close the app is to each lifecycle threshold
+// (docs/apps.md "Thresholds").
+func (s *Server) getThresholds(w http.ResponseWriter, r *http.Request) {
+	appID, err := ownApp(r, chi.URLParam(r, "app_id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	th, err := s.services.Lifecycle.Thresholds(r.Context(), appID)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, th)
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/ratelimit"
@@ -46,6 +47,9 @@ type Services struct {
 	Webhooks *webhooks.Service
 	// Complaints serves the complaint endpoints (complaints.go).
 	Complaints *complaints.Service
+	// Lifecycle answers GET /v1/apps/{app_id}/thresholds (apps.go): how
+	// close an app is to each lifecycle threshold; nil leaves the route out.
+	Lifecycle *lifecycle.Service
 	// Clock is the server's clock, which test mode can advance (sdk.go).
 	Clock TestClock
 	// StripeWebhook receives Stripe's events at POST /v1/stripe/webhook;

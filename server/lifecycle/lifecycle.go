@@ -11,6 +11,7 @@ import (
 	"github.com/xpromo/xpromo/server/apps"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/outbox"
 )
 
@@ -44,6 +45,13 @@ type Tx interface {
 	// complaints resolved from complaintsSince (each from the app's last
 	// reinstatement instead, when later), in app id order.
 	ReviewSignals(ctx context.Context, since, complaintsSince time.Time) ([]Signals, error)
+	// AppSignals returns the Signals of one app, whatever its status,
+	// counted as ReviewSignals counts them (the same query), with its
+	// CanaryClicks; an app with no row has zero signals.
+	AppSignals(ctx context.Context, appID string, since, complaintsSince time.Time) (Signals, error)
+	// HoldReader reads the escrow holds the go-live bar is judged on
+	// (market.LiveHoldStats).
+	market.HoldReader
 	// UpheldComplaints counts the upheld complaints about the app resolved
 	// at or after since and after its last reinstatement.
 	UpheldComplaints(ctx context.Context, appID string, since time.Time) (int64, error)

@@ -189,21 +189,73 @@ type Verdict struct {
 	Actor   string // apps.ActorFraud or apps.ActorSystem
 }
 
+// judgement is where one rule leaves an app's signals.
+type judgement int
+
+const (
+	tooFew   judgement = iota // below the rule's minimum sample: not judged
+	within                    // judged, clear of the bar
+	breached                  // judged, across the bar: the review suspends
+)
+
+// The suspension rules, one function each: the review's Verdict and the
+// thresholds read (Thresholds) both judge through them.
+
+// fraudRate: on at least FraudMinClaims claims, the share rejected with a
+// fraud_ code is at or above FraudMaxRate.
+func (r Rules) fraudRate(s Signals) judgement {
+	switch {
+	case s.Claims < r.FraudMinClaims:
+		return tooFew
+	case float64(s.FraudRejected) >= r.FraudMaxRate*float64(s.Claims):
+		return breached
+	}
+	return within
+}
+
+// churn: on at least ChurnMinDecided decided installs, the retained share
+// is below ChurnMinRetention.
+func (r Rules) churn(s Signals) judgement {
+	switch {
+	case s.Decided < r.ChurnMinDecided:
+		return tooFew
+	case float64(s.Retained) < r.ChurnMinRetention*float64(s.Decided):
+		return breached
+	}
+	return within
+}
+
+// canaries: at least CanaryMaxClicks canary clicks.
+func (r Rules) canaries(s Signals) judgement {
+	if s.CanaryClicks >= r.CanaryMaxClicks {
+		return breached
+	}
+	return within
+}
+
+// complaints: at least MaxUpheldComplaints upheld complaints.
+func (r Rules) complaints(s Signals) judgement {
+	if s.Upheld >= r.MaxUpheldComplaints {
+		return breached
+	}
+	return within
+}
+
 // Verdict decides whether the app the signals describe is suspended: the
 // fraud class first (it also claws back) — fraud rate, then churn, then
 // canaries — then complaints.
 func (r Rules) Verdict(s Signals) Verdict {
 	r = r.WithDefaults()
-	if s.Claims >= r.FraudMinClaims && float64(s.FraudRejected) >= r.FraudMaxRate*float64(s.Claims) {
+	if r.fraudRate(s) == breached {
 		return Verdict{Suspend: true, Reason: ReasonFraudRate, Actor: apps.ActorFraud}
 	}
-	if r.Churned(s) {
+	if r.churn(s) == breached {
 		return Verdict{Suspend: true, Reason: ReasonChurn, Actor: apps.ActorFraud}
 	}
-	if s.CanaryClicks >= r.CanaryMaxClicks {
+	if r.canaries(s) == breached {
 		return Verdict{Suspend: true, Reason: ReasonCanaryFailed, Actor: apps.ActorFraud}
 	}
-	if s.Upheld >= r.MaxUpheldComplaints {
+	if r.complaints(s) == breached {
 		return Verdict{Suspend: true, Reason: ReasonComplaints, Actor: apps.ActorSystem}
 	}
 	return Verdict{}
@@ -212,12 +264,17 @@ func (r Rules) Verdict(s Signals) Verdict {
 // Churned reports whether the installs the app sent as publisher churn:
 // on at least ChurnMinDecided decided installs, the retained share is below
 // ChurnMinRetention.
-func (r Rules) Churned(s Signals) bool {
-	r = r.WithDefaults()
-	return s.Decided >= r.ChurnMinDecided && float64(s.Retained) < r.ChurnMinRetention*float64(s.Decided)
-}
+func (r Rules) Churned(s Signals) bool { return r.WithDefaults().churn(s) == breached }
 
 // Cleared reports whether an app the review suspended for complaints has a
 // clean record again: fewer than MaxUpheldComplaints upheld complaints left
 // in the complaints window.
-func (r Rules) Cleared(upheld int64) bool { return upheld < r.WithDefaults().MaxUpheldComplaints }
+func (r Rules) Cleared(upheld int64) bool {
+	return r.WithDefaults().complaints(Signals{Upheld: upheld}) != breached
+}
+
+// LiveBar is the go-live bar of these rules, as the market applies it.
+func (r Rules) LiveBar() market.LiveBar {
+	r = r.WithDefaults()
+	return market.LiveBar{MinCleared: r.LiveMinCleared, MinRetention: r.LiveMinRetention}
+}

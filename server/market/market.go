@@ -72,16 +72,7 @@ type Tx interface {
 	// (ledger.Wallet(appID)), 0 when it has none.
 	AdvertiserBalance(ctx context.Context, appID string) (int64, error)
 
-	// AdvertiserHoldStats aggregates the escrow holds opened for an
-	// advertiser at times in [from, to], both included.
-	AdvertiserHoldStats(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
-	// NetworkHoldStats aggregates every escrow hold opened in [from, to].
-	NetworkHoldStats(ctx context.Context, from, to time.Time) (HoldStats, error)
-	// AdvertiserHoldStatsDays and NetworkHoldStatsDays are the same over
-	// the holds opened in the UTC days from through to (midnights, both
-	// included), read from the daily rollups (rollups.go).
-	AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
-	NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (HoldStats, error)
+	HoldReader
 
 	// DeliveryCampaigns returns every campaign that is not paused, ordered
 	// by id, each with its app's platform and status and the balance of the
@@ -97,6 +88,21 @@ type Floor struct {
 	Version    int64 // 1, 2, 3… per (category, platform)
 	Reason     string
 	At         time.Time
+}
+
+// HoldReader reads the aggregates of escrow holds: what the go-live rule
+// and the stats are computed from (the lifecycle's thresholds read it too).
+type HoldReader interface {
+	// AdvertiserHoldStats aggregates the escrow holds opened for an
+	// advertiser at times in [from, to], both included.
+	AdvertiserHoldStats(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
+	// NetworkHoldStats aggregates every escrow hold opened in [from, to].
+	NetworkHoldStats(ctx context.Context, from, to time.Time) (HoldStats, error)
+	// AdvertiserHoldStatsDays and NetworkHoldStatsDays are the same over
+	// the holds opened in the UTC days from through to (midnights, both
+	// included), read from the daily rollups (rollups.go).
+	AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (HoldStats, error)
+	NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (HoldStats, error)
 }
 
 // HoldStats are aggregates over a set of escrow holds: the holds opened, how

@@ -18,7 +18,7 @@ func (h HoldStats) Add(o HoldStats) HoldStats {
 // whole network): the part of from's day from the holds themselves, the
 // whole days after it from the daily rollups (package rollup), so the read
 // does not grow with the history.
-func holdStats(ctx context.Context, tx Tx, appID string, from, to time.Time) (HoldStats, error) {
+func holdStats(ctx context.Context, tx HoldReader, appID string, from, to time.Time) (HoldStats, error) {
 	w := rollup.Split(from, to)
 	var raw, days HoldStats
 	var err error

@@ -3,6 +3,7 @@ package market
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
@@ -93,7 +94,7 @@ func (s *Service) RecordClearing(ctx context.Context, tx TradeTx, advertiserAppI
 		return changed, err
 	}
 	now := s.Now().UTC()
-	hs, err := holdStats(ctx, tx, advertiserAppID, now.AddDate(0, 0, -LiveWindowDays), now)
+	hs, err := LiveHoldStats(ctx, tx, advertiserAppID, now)
 	if err != nil {
 		return changed, err
 	}
@@ -115,14 +116,52 @@ func (s *Service) RecordClearing(ctx context.Context, tx TradeTx, advertiserAppI
 	return true, nil
 }
 
+// LiveBar is the go-live rule's thresholds (docs/apps.md "Lifecycle"): a
+// throttled advertiser goes live when the escrow holds opened for it in the
+// last LiveWindowDays count at least MinCleared charged and a 48-hour
+// retention (HoldStats.Retention) of at least MinRetention. Zero fields
+// mean DefaultLiveMinCleared and DefaultLiveMinRetention.
+type LiveBar struct {
+	MinCleared   int64
+	MinRetention float64
+}
+
+// WithDefaults returns b with its zero (or negative) fields set to the
+// defaults.
+func (b LiveBar) WithDefaults() LiveBar {
+	if b.MinCleared <= 0 {
+		b.MinCleared = DefaultLiveMinCleared
+	}
+	if b.MinRetention <= 0 {
+		b.MinRetention = DefaultLiveMinRetention
+	}
+	return b
+}
+
+// ClearedReached and RetentionReached are the two halves of the go-live
+// rule; Reached is both. The clearing (RecordClearing) and the lifecycle's
+// thresholds read (lifecycle.Rules.Thresholds) both judge through them.
+func (b LiveBar) ClearedReached(hs HoldStats) bool { return hs.Charged >= b.WithDefaults().MinCleared }
+
+// RetentionReached: see ClearedReached.
+func (b LiveBar) RetentionReached(hs HoldStats) bool {
+	return hs.Retention() >= b.WithDefaults().MinRetention
+}
+
+// Reached reports whether the holds reach the go-live bar.
+func (b LiveBar) Reached(hs HoldStats) bool { return b.ClearedReached(hs) && b.RetentionReached(hs) }
+
+// LiveHoldStats aggregates the escrow holds the go-live rule judges the
+// advertiser on at now: those opened for it in the last LiveWindowDays.
+func LiveHoldStats(ctx context.Context, tx HoldReader, advertiserAppID string, now time.Time) (HoldStats, error) {
+	now = now.UTC()
+	return holdStats(ctx, tx, advertiserAppID, LiveWindowStart(now), now)
+}
+
+// LiveWindowStart is where the go-live rule's window begins at now.
+func LiveWindowStart(now time.Time) time.Time { return now.UTC().AddDate(0, 0, -LiveWindowDays) }
+
 // goesLive is the go-live rule on an advertiser's holds of the window.
 func (s *Service) goesLive(hs HoldStats) bool {
-	minCleared, minRetention := s.LiveMinCleared, s.LiveMinRetention
-	if minCleared <= 0 {
-		minCleared = DefaultLiveMinCleared
-	}
-	if minRetention <= 0 {
-		minRetention = DefaultLiveMinRetention
-	}
-	return hs.Charged >= minCleared && hs.Retention() >= minRetention
+	return LiveBar{MinCleared: s.LiveMinCleared, MinRetention: s.LiveMinRetention}.Reached(hs)
 }

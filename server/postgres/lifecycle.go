@@ -21,7 +21,7 @@ var _ lifecycle.Tx = (*tx)(nil)
 // installs (activation window closed: retained, or refunded not_activated)
 // and the retained ones, and its upheld complaints resolved from $2 and
 // after that reinstatement.
-const reviewSignals = `WITH r AS (
+const signalsSQL = `WITH r AS (
   SELECT app_id, max(at) AS at FROM app_status_history WHERE from_status = 'suspended' GROUP BY app_id
 )
 SELECT a.id, a.status,
@@ -37,8 +37,16 @@ SELECT a.id, a.status,
   (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld'
      AND k.resolved_at >= $2 AND (r.at IS NULL OR k.resolved_at > r.at))
 FROM apps a LEFT JOIN r ON r.app_id = a.id
-WHERE a.status IN ('approved', 'throttled', 'live')
+`
+
+// reviewSignals judges the statuses the review may suspend; appSignals is
+// the same counts for one app ($3), whatever its status (the thresholds
+// read).
+const (
+	reviewSignals = signalsSQL + `WHERE a.status IN ('approved', 'throttled', 'live')
 ORDER BY a.id`
+	appSignals = signalsSQL + `WHERE a.id = $3`
+)
 
 func (t *tx) ReviewSignals(ctx context.Context, since, complaintsSince time.Time) ([]lifecycle.Signals, error) {
 	var out []lifecycle.Signals
@@ -53,6 +61,26 @@ func (t *tx) ReviewSignals(ctx context.Context, since, complaintsSince time.Time
 		return nil
 	})
 	return out, wrap(err, "reading the lifecycle review's signals")
+}
+
+func (t *tx) AppSignals(ctx context.Context, appID string, since, complaintsSince time.Time) (lifecycle.Signals, error) {
+	s := lifecycle.Signals{AppID: appID}
+	found := false
+	err := t.query(ctx, appSignals, []any{since, complaintsSince, appID}, func(rows pgx.Rows) error {
+		var status string
+		found = true
+		if err := rows.Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Decided, &s.Retained, &s.Upheld); err != nil {
+			return err
+		}
+		s.Status = xpromo.AppStatus(status)
+		return nil
+	})
+	if err != nil || !found {
+		return s, wrap(err, "reading an app's lifecycle signals")
+	}
+	c, err := t.CanaryRecord(ctx, appID)
+	s.CanaryClicks = c.Clicked
+	return s, err
 }
 
 func (t *tx) UpheldComplaints(ctx context.Context, appID string, since time.Time) (int64, error) {

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
@@ -19,7 +21,7 @@ var _ lifecycle.Tx = (*tx)(nil)
 // (activation window closed: retained, or refunded not_activated) and the
 // retained ones, and its upheld complaints resolved from ?2 and after that
 // reinstatement.
-const reviewSignals = `WITH r AS (
+const signalsSQL = `WITH r AS (
   SELECT app_id, max(at) AS at FROM app_status_history WHERE from_status = 'suspended' GROUP BY app_id
 )
 SELECT a.id, a.status,
@@ -35,8 +37,16 @@ SELECT a.id, a.status,
   (SELECT count(*) FROM complaints k WHERE k.app_id = a.id AND k.status = 'upheld'
      AND k.resolved_at >= ?2 AND k.resolved_at > coalesce(r.at, -1))
 FROM apps a LEFT JOIN r ON r.app_id = a.id
-WHERE a.status IN ('approved', 'throttled', 'live')
+`
+
+// reviewSignals judges the statuses the review may suspend; appSignals is
+// the same counts for one app (?3), whatever its status (the thresholds
+// read).
+const (
+	reviewSignals = signalsSQL + `WHERE a.status IN ('approved', 'throttled', 'live')
 ORDER BY a.id`
+	appSignals = signalsSQL + `WHERE a.id = ?3`
+)
 
 func (t *tx) ReviewSignals(ctx context.Context, since, complaintsSince time.Time) ([]lifecycle.Signals, error) {
 	rows, err := t.tx.QueryContext(ctx, reviewSignals, micros(since), micros(complaintsSince))
@@ -55,6 +65,23 @@ func (t *tx) ReviewSignals(ctx context.Context, since, complaintsSince time.Time
 		out = append(out, s)
 	}
 	return out, wrap(rows.Err())
+}
+
+func (t *tx) AppSignals(ctx context.Context, appID string, since, complaintsSince time.Time) (lifecycle.Signals, error) {
+	var s lifecycle.Signals
+	var status string
+	err := t.tx.QueryRowContext(ctx, appSignals, micros(since), micros(complaintsSince), appID).
+		Scan(&s.AppID, &status, &s.Claims, &s.FraudRejected, &s.Decided, &s.Retained, &s.Upheld)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lifecycle.Signals{AppID: appID}, nil
+	}
+	if err != nil {
+		return s, wrap(err)
+	}
+	s.Status = xpromo.AppStatus(status)
+	c, err := t.CanaryRecord(ctx, appID)
+	s.CanaryClicks = c.Clicked
+	return s, err
 }
 
 func (t *tx) UpheldComplaints(ctx context.Context, appID string, since time.Time) (int64, error) {

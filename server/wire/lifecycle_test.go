@@ -67,6 +67,34 @@ func (a *api) status(app sdkApp) xpromo.AppStatus {
 	return decode[xpromo.Score](a.t, a.expect(200, a.do("GET", "/v1/apps/"+app.id+"/score", app.key, nil))).Status
 }
 
+// thresholds reads GET /v1/apps/{id}/thresholds, by threshold name.
+func (a *api) thresholds(app sdkApp) map[xpromo.ThresholdName]xpromo.Threshold {
+	a.t.Helper()
+	th := decode[xpromo.Thresholds](a.t, a.expect(200, a.do("GET", "/v1/apps/"+app.id+"/thresholds", app.key, nil)))
+	require.Equal(a.t, app.id, th.AppID)
+	out := map[xpromo.ThresholdName]xpromo.Threshold{}
+	for _, x := range th.Thresholds {
+		out[x.Name] = x
+	}
+	require.Len(a.t, out, 6)
+	return out
+}
+
+// figure is what a threshold shows: value, sample and state.
+type figure struct {
+	Value  float64
+	Sample int64
+	State  xpromo.ThresholdState
+}
+
+func figureOf(x xpromo.Threshold) figure {
+	f := figure{Value: x.Value, State: x.State}
+	if x.Sample != nil {
+		f.Sample = *x.Sample
+	}
+	return f
+}
+
 func (a *api) lastChange(app sdkApp) xpromo.StatusChange {
 	a.t.Helper()
 	v := decode[xpromo.AdminApp](a.t, a.expect(200, a.do("GET", "/v1/admin/apps/"+app.id, adminToken, nil)))
@@ -231,6 +259,13 @@ func TestLifecycleSimulation(t *testing.T) {
 		assert.Equal(t, xpromo.AppStatusLive, a.status(adv))
 		last := a.lastChange(adv)
 		assert.Equal(t, []any{xpromo.AppStatusThrottled, xpromo.AppStatusLive, "cleared_with_good_retention", "market"}, []any{*last.From, last.To, last.Reason, last.Actor})
+		// The thresholds read shows the go-live bar the clearing just
+		// applied: 3 charged of 3 resolved, both halves met.
+		th := a.thresholds(adv)
+		assert.Equal(t, figure{Value: 3, State: xpromo.ThresholdMet}, figureOf(th[xpromo.ThresholdLiveCleared]))
+		assert.Equal(t, figure{Value: 1, Sample: 3, State: xpromo.ThresholdMet}, figureOf(th[xpromo.ThresholdLiveRetention]))
+		assert.Equal(t, 3.0, th[xpromo.ThresholdLiveCleared].Bar)
+		assert.Equal(t, int64(30*24), *th[xpromo.ThresholdLiveCleared].WindowHours)
 		badChains := []string{}
 		for _, l := range linesOf(a.wallet(bad), xpromo.LineEarn) {
 			badChains = append(badChains, l.Chain)
@@ -256,6 +291,16 @@ func TestLifecycleSimulation(t *testing.T) {
 		for _, d := range []string{"dev-5", "dev-6", "dev-7"} {
 			a.fraudClaim(bad, adv, d)
 		}
+		// Before the review, the thresholds read shows the bar the farm
+		// crosses (3 of 6 verified claims, at the 0.5 bar, on at least 5),
+		// and the honest publisher's one claim too few to judge.
+		th = a.thresholds(bad)
+		assert.Equal(t, figure{Value: 0.5, Sample: 6, State: xpromo.ThresholdBreached}, figureOf(th[xpromo.ThresholdFraudRate]))
+		assert.Equal(t, []any{0.5, int64(5), "at_least", lifecycle.ReasonFraudRate}, []any{th[xpromo.ThresholdFraudRate].Bar,
+			*th[xpromo.ThresholdFraudRate].MinSample, th[xpromo.ThresholdFraudRate].Comparison, th[xpromo.ThresholdFraudRate].Reason})
+		assert.Equal(t, figure{State: xpromo.ThresholdWithin}, figureOf(th[xpromo.ThresholdCanaryClicks]))
+		assert.Nil(t, th[xpromo.ThresholdCanaryClicks].Since, "never reinstated: canaries count since ever")
+		assert.Equal(t, figure{Sample: 1, State: xpromo.ThresholdTooFew}, figureOf(a.thresholds(good)[xpromo.ThresholdFraudRate]))
 		res := review()
 		assert.Equal(t, []string{bad.id}, res.Suspended)
 		assert.Equal(t, 2, res.ClawedBack)
@@ -320,6 +365,8 @@ func TestLifecycleSimulation(t *testing.T) {
 		// clawed back and the advertiser refunded.
 		a.advance(24 * time.Hour)
 		assert.Equal(t, xpromo.SweepResult{Refunded: 3}, a.sweep())
+		// Retained 1 of 4 decided: below the 0.5 bar.
+		assert.Equal(t, figure{Value: 0.25, Sample: 4, State: xpromo.ThresholdBreached}, figureOf(a.thresholds(churn)[xpromo.ThresholdChurnRetention]))
 		res = review()
 		assert.Equal(t, []string{churn.id}, res.Suspended)
 		assert.Equal(t, 1, res.ClawedBack)
@@ -342,6 +389,7 @@ func TestLifecycleSimulation(t *testing.T) {
 			c := decode[xpromo.Complaint](t, a.expect(201, a.do("POST", "/v1/apps/"+adv.id+"/complaints", adv.key, map[string]any{"app_id": good.id, "reason": "misleading_ad"})))
 			a.expect(200, a.do("POST", "/v1/admin/complaints/"+c.ComplaintID+"/resolve", adminToken, map[string]any{"resolution": "upheld"}))
 		}
+		assert.Equal(t, figure{Value: 2, State: xpromo.ThresholdBreached}, figureOf(a.thresholds(good)[xpromo.ThresholdUpheldComplaints]))
 		res = review()
 		assert.Equal(t, []string{good.id}, res.Suspended)
 		assert.Zero(t, res.ClawedBack)
@@ -361,6 +409,12 @@ func TestLifecycleSimulation(t *testing.T) {
 		a.advance(time.Hour + time.Minute)
 		assert.Equal(t, lifecycle.Result{Reinstated: []string{good.id}}, review())
 		assert.Equal(t, xpromo.AppStatusThrottled, a.status(good))
+		// A clean slate: the suspension bars count from the reinstatement.
+		th = a.thresholds(good)
+		assert.Equal(t, figure{State: xpromo.ThresholdWithin}, figureOf(th[xpromo.ThresholdUpheldComplaints]))
+		require.NotNil(t, th[xpromo.ThresholdCanaryClicks].Since)
+		assert.Equal(t, a.lastChange(good).At.UTC(), th[xpromo.ThresholdCanaryClicks].Since.UTC())
+		assert.Equal(t, *th[xpromo.ThresholdCanaryClicks].Since, *th[xpromo.ThresholdFraudRate].Since)
 		last = a.lastChange(good)
 		assert.Equal(t, []any{xpromo.AppStatusSuspended, xpromo.AppStatusThrottled, lifecycle.ReasonCleanReview, "system"}, []any{*last.From, last.To, last.Reason, last.Actor})
 		assert.NotContains(t, decode[xpromo.Score](t, a.expect(200, a.do("GET", "/v1/apps/"+good.id+"/score", good.key, nil))).Reasons, lifecycle.ReasonComplaints)

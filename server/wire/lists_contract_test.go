@@ -54,4 +54,11 @@ func contractLists(t *testing.T, a *api, pubID, pubKey, advID, advKey string) {
 	}
 	assert.Equal(t, "invalid_app_status", a.expect(422, a.do("GET", "/v1/admin/apps?status=waiting", adminToken, nil)).code(t))
 	a.expect(401, a.do("GET", "/v1/admin/apps", pubKey, nil))
+
+	// The thresholds: six, in their order; another app's are 404.
+	th := decode[xpromo.Thresholds](t, a.expect(200, a.do("GET", "/v1/apps/"+pubID+"/thresholds", pubKey, nil)))
+	require.Len(t, th.Thresholds, 6)
+	assert.Equal(t, xpromo.ThresholdLiveCleared, th.Thresholds[0].Name)
+	assert.Equal(t, xpromo.ThresholdUpheldComplaints, th.Thresholds[5].Name)
+	a.expect(404, a.do("GET", "/v1/apps/"+pubID+"/thresholds", advKey, nil))
 }

@@ -257,6 +257,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: %w", err)
 	}
+	svc.Lifecycle = life
 	if svc.Limiter, svc.ReadPolicy, svc.WritePolicy, err = rateLimiter(cfg); err != nil {
 		return nil, fmt.Errorf("rate limits: %w", err)
 	}
