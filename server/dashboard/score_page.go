@@ -26,6 +26,10 @@ type scoreData struct {
 	Checks     []gateCheck
 	Signals    []repSignal
 	RecheckKey string
+	// Thresholds: how close the app is to the go-live bar and each
+	// suspension bar (GET /v1/apps/{app_id}/thresholds); nil when the
+	// server runs without the lifecycle service.
+	Thresholds *xpromo.Thresholds
 }
 
 // fixes say what makes each failing check pass (docs/gate.md).
@@ -52,6 +56,14 @@ func (d *Dashboard) score(w http.ResponseWriter, r *http.Request) {
 		{"Reviews", rep.Reviews, reputation.WeightReviews},
 		{"Coherence", rep.Coherence, reputation.WeightCoherence},
 	}}
+	if lc := d.cfg.Services.Lifecycle; lc != nil {
+		th, err := lc.Thresholds(r.Context(), appID(r))
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		data.Thresholds = &th
+	}
 	d.render(w, r, http.StatusOK, "score", viewOf("Score", "score", data))
 }
 

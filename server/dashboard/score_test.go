@@ -32,6 +32,18 @@ func TestScoreScreen(t *testing.T) {
 	for _, check := range []string{"signed", "malware_clean", "domain_age_ok", "contact_verified", "bundle_match"} {
 		assert.Contains(t, page.Body, "<code>"+check+"</code>")
 	}
+	// Each lifecycle threshold the API reports is a row with its state.
+	var th struct {
+		Thresholds []struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
+		} `json:"thresholds"`
+	}
+	require.Equal(t, 200, s.api("GET", "/v1/apps/"+id+"/thresholds", key, nil, &th))
+	require.NotEmpty(t, th.Thresholds)
+	for _, x := range th.Thresholds {
+		assert.Regexp(t, `data-threshold="`+x.Name+`">.*?<strong>`+x.State+`</strong>`, page.Body)
+	}
 	p := b.post("/dashboard/score/recheck", url.Values{"idempotency_key": {page.formKeyFor(t, "/dashboard/score/recheck")}})
 	var refusal struct {
 		Error struct {
