@@ -153,6 +153,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	bg, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
 	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
+	// What is kept only for a while (fill counts by day): hourly, in batches.
+	background.Go(func() { wire.RunRetention(bg, wcfg, st, 0) })
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// x402 settlements the facilitator did not answer: every minute.
 	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
