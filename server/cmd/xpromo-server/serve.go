@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"sync"
 	"time"
 
@@ -177,6 +178,12 @@ func (p *program) serve(ctx context.Context, args []string) error {
 			return exitCode(exitFail)
 		}
 		defer pl.Close()
+		// Where requests wait (channels, locks, the store's connections):
+		// /debug/pprof/block and /debug/pprof/mutex. Sampled, and only
+		// while profiling is on: each blocking event of 10 µs or more, one
+		// contended mutex in 10.
+		runtime.SetBlockProfileRate(10_000)
+		runtime.SetMutexProfileFraction(10)
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
