@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/loadgen"
+	"github.com/xpromo/xpromo/server/postgres"
+	"github.com/xpromo/xpromo/server/sqlite"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
 )
@@ -133,10 +136,13 @@ func TestHistoryReads(t *testing.T) {
 		}))
 		ledgerMid, ledgerEnd = day(182), day(1)
 		full := measure()
+		total, tables := storeBytes(t, s)
 
 		var b strings.Builder
 		fmt.Fprintf(&b, "store %s, scale %g: %d apps, %d chains (%d installs, %d cleared, %d refunded, %d rejected), %d fills in %d counter rows, %d ledger operations, written in %s; ledger verify: no violation\n",
 			name, scale, sz.Apps, sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected, sz.Fills, sz.FillRows, sz.LedgerOps, sz.Took.Round(time.Second))
+		fmt.Fprintf(&b, "storage: %.1f MB in all (tables and indexes), %d bytes per cleared install (%d cleared); largest: %s\n",
+			float64(total)/1e6, total/max(1, sz.Cleared), sz.Cleared, strings.Join(tables, ", "))
 		fmt.Fprintf(&b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty |\n|---|---|---|---|\n")
 		for _, r := range list {
 			em, fu := empty[r.name], full[r.name]
@@ -152,5 +158,55 @@ func TestHistoryReads(t *testing.T) {
 		}
 	})
 }
+
+// storeBytes is the store's size on disk, tables with their indexes (and
+// TOAST on PostgreSQL), and its five largest tables with their bytes.
+func storeBytes(t *testing.T, s storage.Store) (int64, []string) {
+	t.Helper()
+	ctx := context.Background()
+	var query string
+	var rows interface {
+		Next() bool
+		Scan(...any) error
+		Close()
+	}
+	switch db := s.(type) {
+	case *postgres.DB:
+		query = `SELECT relname, pg_total_relation_size(oid) FROM pg_class
+WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace ORDER BY 2 DESC`
+		r, err := db.Pool().Query(ctx, query)
+		require.NoError(t, err)
+		rows = r
+	case *sqlite.DB:
+		raw, err := sql.Open("sqlite", "file:"+db.Path()+"?mode=ro")
+		require.NoError(t, err)
+		t.Cleanup(func() { raw.Close() })
+		// dbstat: the pages of each table and index; an index is counted
+		// with its table.
+		r, err := raw.QueryContext(ctx, `SELECT coalesce(m.tbl_name, d.name), sum(d.pgsize) FROM dbstat d
+LEFT JOIN sqlite_master m ON m.name = d.name GROUP BY 1 ORDER BY 2 DESC`)
+		require.NoError(t, err)
+		rows = sqlRows{r}
+	default:
+		t.Fatalf("unknown store %T", s)
+	}
+	defer rows.Close()
+	var total int64
+	var top []string
+	for rows.Next() {
+		var name string
+		var n int64
+		require.NoError(t, rows.Scan(&name, &n))
+		total += n
+		if len(top) < 5 {
+			top = append(top, fmt.Sprintf("%s %.1f MB", name, float64(n)/1e6))
+		}
+	}
+	return total, top
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -114,6 +114,14 @@ func Apply(ctx context.Context, tx Tx, now time.Time, ops []Operation) (results 
 	if err != nil {
 		return nil, nil, err
 	}
+	// A line is never dated before its account's last one, even when the
+	// clock stepped back (NTP, another node's skew): the ledger pages seek
+	// on that order (Account.LastAt). The whole batch keeps one instant.
+	for _, a := range accounts {
+		if a.LastAt.After(now) {
+			now = a.LastAt.UTC().Truncate(time.Microsecond)
+		}
+	}
 
 	// 4. Apply each pending operation to the locked heads, in order.
 	var b Batch
@@ -221,7 +229,7 @@ func post(op Operation, rec Record, accounts map[string]Account, holds map[strin
 		}
 		l.Hash = l.ComputeHash()
 		lines = append(lines, l)
-		heads[p.Account] = Account{ID: p.Account, Balance: balance, Seq: l.Seq, Head: l.Hash}
+		heads[p.Account] = Account{ID: p.Account, Balance: balance, Seq: l.Seq, Head: l.Hash, LastAt: now}
 	}
 	return lines, heads, nil
 }

@@ -153,6 +153,12 @@ type Account struct {
 	Balance int64
 	Seq     int64
 	Head    []byte // hash of the last line; GenesisHash before the first
+	// LastAt is the time of the last line (zero before the first). The
+	// ledger never dates a line before it, so an account's lines are in time
+	// order as well as in sequence order, and a ledger page from a date is
+	// an index seek (the first line at or after it) rather than a walk from
+	// the account's first line.
+	LastAt time.Time
 }
 
 // Result is what posting an operation returns, the first time and on replay.

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -26,7 +27,7 @@ const (
 	HistoryDays         = 365
 	HistoryChains       = 10_000_000  // every chain of the year, in every final state
 	HistoryFills        = 200_000_000 // fills counted
-	historyBatch        = 500         // chains per transaction, as the sweep's batches
+	historyBatch        = 2_000       // chains (or settlements) per transaction
 	historyFillRowsADay = 4_000       // fill counter rows a day: (campaign, publisher) pairs served
 )
 
@@ -88,7 +89,6 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 				return fmt.Errorf("history: ledger operation %s: %w", ops[i].Key, e)
 			}
 		}
-		sz.LedgerOps += int64(len(ops))
 		return nil
 	}
 	// Each advertiser is funded for its year of installs.
@@ -106,20 +106,58 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 	if err != nil {
 		return sz, err
 	}
+	sz.LedgerOps += int64(len(apps))
+	// Settlements wait in a queue, by time, and are written once the
+	// generator's day has passed them, as the sweep would: the ledger is
+	// written in time order (a line is never dated before its account's
+	// last one: ledger.Account.LastAt), so a settlement written with its
+	// install, days ahead, would drag every later line of its accounts to
+	// its date.
+	var due settleQueue
+	settle := func(before time.Time) error {
+		for len(due) > 0 && due[0].at.Before(before) {
+			var batch []settlement
+			for len(due) > 0 && len(batch) < historyBatch && due[0].at.Before(before) {
+				batch = append(batch, heap.Pop(&due).(settlement))
+			}
+			err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+				ops := make([]ledger.Operation, len(batch))
+				chains := make([]attribution.Chain, len(batch))
+				for i, st := range batch {
+					ops[i], chains[i] = st.op, st.chain
+				}
+				if err := apply(ctx, tx, batch[len(batch)-1].at, ops); err != nil {
+					return err
+				}
+				return tx.UpdateChains(ctx, chains)
+			})
+			if err != nil {
+				return err
+			}
+			sz.LedgerOps += int64(len(batch))
+		}
+		return nil
+	}
 	seq := 0
 	for d := range days {
 		day := first.AddDate(0, 0, d)
+		if err := settle(day); err != nil {
+			return sz, err
+		}
 		// The day's chains, in batches: clicked, then (a share) installed
 		// with the hold, then settled 48 to 72 hours later as the sweep does
-		// (written with the install here, stamped at its own time, when
-		// that time is before End).
+		// (queued, written when the days reach it, if before End).
 		for done := 0; done < chainsADay; {
 			n := min(historyBatch, chainsADay-done)
 			done += n
+			// Counted once the transaction committed: a store may run fn
+			// again (PostgreSQL does when it first creates accounts).
+			var b HistorySizes
+			var queued []settlement
 			err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-				var holds, settles []ledger.Operation
-				var holdAt, settleAt time.Time
-				var settled []attribution.Chain
+				b, queued = HistorySizes{}, nil
+				var holds []ledger.Operation
+				var holdAt time.Time
 				for range n {
 					seq++
 					adv := apps[rng.IntN(len(apps))]
@@ -142,7 +180,7 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 					case r < 45: // clicked, never installed
 					case r < 50: // a claim rejected by a fraud rule
 						c.State, c.Reason, c.ResolvedAt = attribution.StateRejected, []string{"fraud_device_reused", "fraud_install_velocity", "fraud_datacenter_asn"}[rng.IntN(3)], installAt
-						sz.Rejected++
+						b.Rejected++
 					default: // installed, then cleared (7 in 10) or refunded
 						c.State, c.InstalledAt = attribution.StateInstalled, installAt
 						h := ledger.Hold{ID: c.HoldID(), Advertiser: adv.ID, Publisher: pub.ID, Amount: c.PriceCents, ChainID: c.ID}
@@ -152,7 +190,7 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 						}
 						holds = append(holds, op)
 						holdAt = maxTime(holdAt, installAt)
-						sz.Installs++
+						b.Installs++
 						if resolveAt.After(cfg.End) {
 							break // still inside its window at the end
 						}
@@ -161,41 +199,37 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 						if r < 85 {
 							st.State, st.ActivatedAt = attribution.StateCleared, installAt.Add(48*time.Hour+time.Minute)
 							op, err = ledger.Clear("clear:"+c.ID, h, ledger.EarnCash)
-							sz.Cleared++
+							b.Cleared++
 						} else {
 							st.State, st.Reason = attribution.StateRefunded, attribution.ReasonNotActivated
 							op, err = ledger.EscrowRelease("release:"+c.ID, h)
-							sz.Refunded++
+							b.Refunded++
 						}
 						if err != nil {
 							return err
 						}
-						settles = append(settles, op)
-						settleAt = maxTime(settleAt, resolveAt)
-						settled = append(settled, st)
+						queued = append(queued, settlement{at: resolveAt, op: op, chain: st})
 					}
 					if ok, err := tx.InsertChain(ctx, c); err != nil || !ok {
 						return fmt.Errorf("history: inserting chain %s: %v", c.ID, err)
 					}
-					sz.Chains++
+					b.Chains++
 				}
-				// A batch's operations are stamped with its latest time, so
-				// every hold precedes its resolution.
+				// A batch's holds are stamped with its latest install time.
+				b.LedgerOps = int64(len(holds))
 				if len(holds) > 0 {
-					if err := apply(ctx, tx, holdAt, holds); err != nil {
-						return err
-					}
+					return apply(ctx, tx, holdAt, holds)
 				}
-				if len(settles) > 0 {
-					if err := apply(ctx, tx, maxTime(settleAt, holdAt), settles); err != nil {
-						return err
-					}
-				}
-				return tx.UpdateChains(ctx, settled)
+				return nil
 			})
 			if err != nil {
 				return sz, err
 			}
+			for _, q := range queued {
+				heap.Push(&due, q)
+			}
+			sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected = sz.Chains+b.Chains, sz.Installs+b.Installs, sz.Cleared+b.Cleared, sz.Refunded+b.Refunded, sz.Rejected+b.Rejected
+			sz.LedgerOps += b.LedgerOps
 		}
 		// The day's fill counters, as the servers flush them.
 		counts := make([]attribution.FillCount, 0, fillRows)
@@ -215,8 +249,32 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 			return sz, err
 		}
 	}
+	if err := settle(cfg.End); err != nil {
+		return sz, err
+	}
 	sz.Took = time.Since(start)
 	return sz, nil
+}
+
+// settlement is a clearing or a release the generator writes at its time.
+type settlement struct {
+	at    time.Time
+	op    ledger.Operation
+	chain attribution.Chain // the chain in its final state
+}
+
+// settleQueue is a min-heap of settlements by time.
+type settleQueue []settlement
+
+func (q settleQueue) Len() int           { return len(q) }
+func (q settleQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q settleQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *settleQueue) Push(x any)        { *q = append(*q, x.(settlement)) }
+func (q *settleQueue) Pop() any {
+	old := *q
+	s := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return s
 }
 
 func indexOf(apps []HistoryApp, id string) int {

@@ -69,18 +69,25 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 			if lean {
 				sc = loadgen.ScenarioFill
 			}
+			d, batch, fillRate := time.Second, 40, 50.0
+			if sc == loadgen.ScenarioOpenMixed {
+				// A round of clicks and claims beside the fills (clicks take
+				// a few hundred ms each under -race on a loaded machine).
+				d, batch, fillRate = 6*time.Second, 4, 20
+			}
 			r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
-				Scenario: sc, Duration: time.Second, Concurrency: 4, ClaimBatch: 40, LedgerPage: 5, ForwardedFor: true,
-				Lean: lean, BaseURL: ts.URL,
+				Scenario: sc, Duration: d, Concurrency: 4, ClaimBatch: batch, LedgerPage: 5, ForwardedFor: true,
+				Lean: lean, BaseURL: ts.URL, FillRate: fillRate,
 			})
 			require.NoError(t, err)
 			assert.Positive(t, r.Requests)
 			assert.Zero(t, r.Errors, "%+v", r.Ops)
 			assert.Positive(t, r.MeasuredSec)
 			want := map[string][]string{
-				loadgen.ScenarioFill:   {loadgen.OpFill},
-				loadgen.ScenarioClaim:  {loadgen.OpInstall},
-				loadgen.ScenarioLedger: {loadgen.OpLedger},
+				loadgen.ScenarioFill:     {loadgen.OpFill},
+				loadgen.ScenarioClaim:    {loadgen.OpInstall},
+				loadgen.ScenarioLedger:   {loadgen.OpLedger},
+				loadgen.ScenarioOpenFill: {loadgen.OpFill},
 			}[sc]
 			if want != nil {
 				var got []string
@@ -88,6 +95,14 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 					got = append(got, o.Op)
 				}
 				assert.Equal(t, want, got)
+			}
+			if sc == loadgen.ScenarioOpenMixed {
+				ops := map[string]int64{}
+				for _, o := range r.Ops {
+					ops[o.Op] = o.Requests
+				}
+				assert.Positive(t, ops[loadgen.OpFill], "open-mixed fills")
+				assert.Positive(t, ops[loadgen.OpInstall], "open-mixed claims beside the fills")
 			}
 			for _, o := range r.Ops {
 				assert.Positive(t, o.P50ms)

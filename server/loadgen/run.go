@@ -24,8 +24,9 @@ const (
 	ScenarioMixed  = "mixed"  // fills, claims and ledger reads at once
 )
 
-// Scenarios lists them in the order `make loadgen` runs them.
-var Scenarios = []string{ScenarioFill, ScenarioClaim, ScenarioLedger, ScenarioMixed}
+// Scenarios lists them in the order `make loadgen` runs them (the open-loop
+// ones: open.go).
+var Scenarios = []string{ScenarioFill, ScenarioClaim, ScenarioLedger, ScenarioMixed, ScenarioOpenFill, ScenarioOpenMixed}
 
 // fillingScenarios are the scenarios that fill slots: each has publishers
 // of its own (Fixture.Fillers).
@@ -43,6 +44,7 @@ var Endpoints = map[string]string{
 	OpFill:    "POST /v1/sdk/fill",
 	OpInstall: "POST /v1/sdk/install",
 	OpLedger:  "GET /v1/apps/{id}/ledger",
+	OpSweep:   "POST /v1/admin/attribution/sweep",
 }
 
 // installDelay is how far the test clock moves between the clicks of a
@@ -73,13 +75,17 @@ type RunConfig struct {
 	// does not refuse the claims. The server must trust the load
 	// generator's address (--trusted-proxies 127.0.0.1).
 	ForwardedFor bool
+	// FillRate is the open-loop scenarios' fills a second (open.go).
+	FillRate float64
 }
 
 // Report is the outcome of a run.
 type Report struct {
-	Scenario    string    `json:"scenario"`
-	Concurrency int       `json:"concurrency"`
-	Rate        float64   `json:"rate_limit,omitempty"`
+	Scenario    string  `json:"scenario"`
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate_limit,omitempty"`
+	FillRate    float64 `json:"fill_rate,omitempty"` // the open-loop scenarios' fixed rate
+
 	MeasuredSec float64   `json:"measured_seconds"`
 	Ops         []OpStats `json:"operations"`
 	// Total sums the operations (latencies are not merged: see Ops).
@@ -111,13 +117,15 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 		measured = g.measure(ctx, cfg.Duration, nil)
 	case ScenarioClaim, ScenarioMixed:
 		measured, err = g.rounds(ctx)
+	case ScenarioOpenFill, ScenarioOpenMixed:
+		measured, err = g.open(ctx, cfg.Duration)
 	default:
-		return nil, fmt.Errorf("unknown scenario %q (want fill, claim, ledger or mixed)", cfg.Scenario)
+		return nil, fmt.Errorf("unknown scenario %q (want fill, claim, ledger, mixed, open-fill or open-mixed)", cfg.Scenario)
 	}
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured)}
+	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FillRate: cfg.FillRate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured)}
 	for _, o := range r.Ops {
 		r.Requests += o.Requests
 		r.Errors += o.Errors
@@ -135,11 +143,18 @@ type generator struct {
 	rec    *Recorder
 	pace   func(context.Context) bool
 	signed *presigned // the measured fills' requests
+	// clockGate holds the open-loop fills while the test clock jumps
+	// (open.go: jumpClock).
+	clockGate sync.RWMutex
+	host      string // the server's host:port, for the open-loop fills
 }
 
 // publisher is one of the scenario's publishers, at random.
 func (g *generator) publisher() *App {
 	pubs := g.f.Fillers[g.cfg.Scenario]
+	if g.cfg.Scenario == ScenarioOpenMixed {
+		pubs = g.f.Fillers[ScenarioMixed] // the clicks to claim
+	}
 	return pubs[rand.IntN(len(pubs))]
 }
 
@@ -355,20 +370,41 @@ func (p *presigned) next(g *generator) (signedFill, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if now := g.f.clock.Now(); p.fills == nil || now.Sub(p.signedAt) >= presignedFor || now.Before(p.signedAt) {
-		var fills []signedFill
-		for _, pub := range g.f.Fillers[g.cfg.Scenario] {
-			for range devicesPerPublisher {
-				dev, opts := g.device()
-				f := signedFill{req: xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts: opts, addr: dev.addr}
-				if err := f.req.Sign(pub.Key, now); err != nil {
-					return signedFill{}, err
-				}
-				fills = append(fills, f)
-			}
+		fills, err := p.sign(g, now)
+		if err != nil {
+			return signedFill{}, err
 		}
 		p.fills, p.signedAt = fills, now
 	}
 	return p.fills[p.n.Add(1)%uint64(len(p.fills))], nil
+}
+
+// sign signs a new set at the server time at, without touching the
+// current one.
+func (p *presigned) sign(g *generator, at time.Time) ([]signedFill, error) {
+	pubs := g.f.Fillers[g.cfg.Scenario]
+	if g.cfg.Scenario == ScenarioOpenFill || g.cfg.Scenario == ScenarioOpenMixed {
+		pubs = g.openFillers()
+	}
+	var fills []signedFill
+	for _, pub := range pubs {
+		for range devicesPerPublisher {
+			dev, opts := g.device()
+			f := signedFill{req: xpromo.FillRequest{AppID: pub.ID, Slot: xpromo.SlotOnboardingComplete, Platform: xpromo.PlatformMac, DeviceID: dev.device}, opts: opts, addr: dev.addr}
+			if err := f.req.Sign(pub.Key, at); err != nil {
+				return nil, err
+			}
+			fills = append(fills, f)
+		}
+	}
+	return fills, nil
+}
+
+// install makes fills, signed at at, the current set.
+func (p *presigned) install(fills []signedFill, at time.Time) {
+	p.mu.Lock()
+	p.fills, p.signedAt = fills, at
+	p.mu.Unlock()
 }
 
 // leanFill runs the fill scenario with the lean generator: every request

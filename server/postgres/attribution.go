@@ -560,3 +560,12 @@ WHERE state = 'cleared' AND resolved_at BETWEEN $1 AND $2 GROUP BY category`, []
 	})
 	return s, wrap(err, "averaging cleared prices")
 }
+
+// PurgeFillCounts deletes up to limit rows of days before beforeDay, by the
+// primary key's day prefix (rows another purge holds are left to it). No
+// trigger fires on DELETE: the daily rollups keep the fills counted
+// (retention).
+func (t *tx) PurgeFillCounts(ctx context.Context, beforeDay time.Time, limit int) (int, error) {
+	n, err := t.exec(ctx, `DELETE FROM fill_counts WHERE ctid = ANY (ARRAY(SELECT ctid FROM fill_counts WHERE day < ($1::timestamptz AT TIME ZONE 'UTC')::date LIMIT $2 FOR UPDATE SKIP LOCKED))`, beforeDay, limit)
+	return int(n), wrap(err, "purging fill counts")
+}

@@ -66,25 +66,13 @@ func (r reader) Account(ctx context.Context, id string) (ledger.Account, error) 
 	return a, nil
 }
 
+// Lines reads a page as a keyset range on (account_id, seq): the dates
+// become sequence bounds, each the first line at or after the date (a seek
+// on (account_id, created_at, seq)), since an account's lines are in time
+// order as well (ledger.Account.LastAt). No page walks the lines before it.
 func (r reader) Lines(ctx context.Context, account string, q ledger.LineQuery) ([]ledger.Line, error) {
-	var sb strings.Builder
-	sb.WriteString(selectLines + ` WHERE account_id = $1 AND seq > $2`)
-	args := []any{account, q.AfterSeq}
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if !q.From.IsZero() {
-		sb.WriteString(" AND created_at >= " + arg(q.From))
-	}
-	if !q.Before.IsZero() {
-		sb.WriteString(" AND created_at < " + arg(q.Before))
-	}
-	sb.WriteString(" ORDER BY seq")
-	if q.Limit > 0 {
-		sb.WriteString(" LIMIT " + arg(q.Limit))
-	}
-	rows, err := r.q.Query(ctx, sb.String(), args...)
+	query, args := linesQuery(account, q)
+	rows, err := r.q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err, "reading lines")
 	}
@@ -98,6 +86,44 @@ func (r reader) Lines(ctx context.Context, account string, q ledger.LineQuery) (
 		out = append(out, l)
 	}
 	return out, wrap(rows.Err(), "reading lines")
+}
+
+// linesQuery is the page query of Lines. With no line at or after From the
+// lower bound is NULL and the page is empty; with none at or after Before
+// the upper bound is unbounded. The outer time terms only guard lines
+// written before the time order was kept; the bounds on seq do the work, and
+// unindexedTime keeps the planner from reading the range by time and sorting
+// it (which it prefers when it cannot see the bounds' values).
+const unindexedTime = `(created_at + interval '0 s')`
+
+func linesQuery(account string, q ledger.LineQuery) (string, []any) {
+	var sb strings.Builder
+	args := []any{account, q.AfterSeq}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	firstSeqAt := func(at string) string {
+		return `(SELECT seq FROM ledger_lines WHERE account_id = $1 AND created_at >= ` + at + ` ORDER BY created_at, seq LIMIT 1)`
+	}
+	// One lower bound on seq: past the cursor and, with From, from the first
+	// line at or after it (none: the bound is past every line).
+	if q.From.IsZero() {
+		sb.WriteString(selectLines + ` WHERE account_id = $1 AND seq > $2`)
+	} else {
+		from := arg(q.From)
+		sb.WriteString(selectLines + ` WHERE account_id = $1 AND seq > greatest($2::bigint, coalesce(` + firstSeqAt(from) + ` - 1, 9223372036854775807))`)
+		sb.WriteString(" AND " + unindexedTime + " >= " + from)
+	}
+	if !q.Before.IsZero() {
+		before := arg(q.Before)
+		sb.WriteString(" AND seq < coalesce(" + firstSeqAt(before) + ", 9223372036854775807) AND " + unindexedTime + " < " + before)
+	}
+	sb.WriteString(" ORDER BY seq")
+	if q.Limit > 0 {
+		sb.WriteString(" LIMIT " + arg(q.Limit))
+	}
+	return sb.String(), args
 }
 
 // Totals orders by type and earn mode, with no earn mode ("") first, as the

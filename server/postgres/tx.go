@@ -292,8 +292,12 @@ FROM escrow_holds h WHERE `+cond, args...).Query(func(rows pgx.Rows) error {
 // committed version of a row once its lock is granted, so the heads read here
 // are current however long the lock took.
 func lockAccounts(ids []string) (string, []any) {
-	cond, args := lookup("id", ids)
-	return `SELECT id, balance, seq, head FROM ledger_accounts WHERE ` + cond + ` ORDER BY id FOR UPDATE`, args
+	cond, args := lookup("a.id", ids)
+	// The head line's time (through the (account_id, seq) key) is the
+	// account's LastAt: no line of it may be dated earlier.
+	return `SELECT a.id, a.balance, a.seq, a.head, l.created_at FROM ledger_accounts a
+LEFT JOIN ledger_lines l ON l.account_id = a.id AND l.seq = a.seq
+WHERE ` + cond + ` ORDER BY a.id FOR UPDATE OF a`, args
 }
 
 // createAccounts inserts accounts at zero, in id order, leaving existing ones
@@ -344,8 +348,12 @@ func queueLockAccounts(b *pgx.Batch, ids []string, out map[string]ledger.Account
 	b.Queue(query, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var a ledger.Account
-			if err := rows.Scan(&a.ID, &a.Balance, &a.Seq, &a.Head); err != nil {
+			var lastAt *time.Time
+			if err := rows.Scan(&a.ID, &a.Balance, &a.Seq, &a.Head, &lastAt); err != nil {
 				return err
+			}
+			if lastAt != nil {
+				a.LastAt = lastAt.UTC()
 			}
 			out[a.ID] = a
 		}

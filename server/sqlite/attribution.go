@@ -401,3 +401,10 @@ func dayStart(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
+
+// PurgeFillCounts deletes up to limit rows of days before beforeDay, by the
+// primary key's day prefix. No trigger fires on DELETE: the daily rollups
+// keep the fills counted (retention).
+func (t *tx) PurgeFillCounts(ctx context.Context, beforeDay time.Time, limit int) (int, error) {
+	return t.purge(ctx, `DELETE FROM fill_counts WHERE rowid IN (SELECT rowid FROM fill_counts WHERE day < ? LIMIT ?)`, micros(beforeDay), limit)
+}

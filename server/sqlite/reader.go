@@ -74,22 +74,12 @@ func (r reader) Account(ctx context.Context, id string) (ledger.Account, error) 
 	return a, wrap(err)
 }
 
+// Lines reads a page as a keyset range on (account_id, seq): the dates
+// become sequence bounds, each the first line at or after the date (a seek
+// on (account_id, created_at, seq)), since an account's lines are in time
+// order as well (ledger.Account.LastAt). No page walks the lines before it.
 func (r reader) Lines(ctx context.Context, account string, q ledger.LineQuery) ([]ledger.Line, error) {
-	where := []string{"account_id = ?", "seq > ?"}
-	args := []any{account, q.AfterSeq}
-	if !q.From.IsZero() {
-		where = append(where, "created_at >= ?")
-		args = append(args, micros(q.From))
-	}
-	if !q.Before.IsZero() {
-		where = append(where, "created_at < ?")
-		args = append(args, micros(q.Before))
-	}
-	query := selectLines + " WHERE " + strings.Join(where, " AND ") + " ORDER BY seq"
-	if q.Limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, q.Limit)
-	}
+	query, args := linesQuery(account, q)
 	rows, err := r.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err)
@@ -104,6 +94,36 @@ func (r reader) Lines(ctx context.Context, account string, q ledger.LineQuery) (
 		out = append(out, l)
 	}
 	return out, wrap(rows.Err())
+}
+
+// firstSeqAt is the sequence number of the account's first line at or
+// after an instant (NULL when there is none).
+const firstSeqAt = `(SELECT seq FROM ledger_lines WHERE account_id = ? AND created_at >= ? ORDER BY created_at, seq LIMIT 1)`
+
+// linesQuery is the page query of Lines. With no line at or after From the
+// lower bound is NULL and the page is empty; with none at or after Before
+// the upper bound is unbounded. The unary + keeps SQLite from choosing the
+// time index for the outer query's own time terms (which only guard lines
+// written before the time order was kept).
+func linesQuery(account string, q ledger.LineQuery) (string, []any) {
+	// One lower bound on seq (SQLite seeks on one): past the cursor and,
+	// with From, from the first line at or after it.
+	where := []string{"account_id = ?", "seq > ?"}
+	args := []any{account, q.AfterSeq}
+	if !q.From.IsZero() {
+		where = []string{"account_id = ?", "seq > max(?, coalesce(" + firstSeqAt + " - 1, 9223372036854775807))", "+created_at >= ?"}
+		args = append(args, account, micros(q.From), micros(q.From))
+	}
+	if !q.Before.IsZero() {
+		where = append(where, "seq < coalesce("+firstSeqAt+", 9223372036854775807)", "+created_at < ?")
+		args = append(args, account, micros(q.Before), micros(q.Before))
+	}
+	query := selectLines + " WHERE " + strings.Join(where, " AND ") + " ORDER BY seq"
+	if q.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, q.Limit)
+	}
+	return query, args
 }
 
 func (r reader) Totals(ctx context.Context, account string) ([]ledger.Total, error) {

@@ -78,15 +78,22 @@ func (t *tx) LockAccounts(ctx context.Context, ids []string) (map[string]ledger.
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, balance, seq, head FROM ledger_accounts WHERE id IN (`+placeholders(len(ids))+`)`, anys(ids)...)
+	// The head line's time (through the (account_id, seq) key) is the
+	// account's LastAt: no line of it may be dated earlier.
+	rows, err := t.tx.QueryContext(ctx, `SELECT a.id, a.balance, a.seq, a.head, coalesce(l.created_at, 0) FROM ledger_accounts a
+LEFT JOIN ledger_lines l ON l.account_id = a.id AND l.seq = a.seq WHERE a.id IN (`+placeholders(len(ids))+`)`, anys(ids)...)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var a ledger.Account
-		if err := rows.Scan(&a.ID, &a.Balance, &a.Seq, &a.Head); err != nil {
+		var lastAt int64
+		if err := rows.Scan(&a.ID, &a.Balance, &a.Seq, &a.Head, &lastAt); err != nil {
 			return nil, wrap(err)
+		}
+		if lastAt != 0 {
+			a.LastAt = fromMicros(lastAt)
 		}
 		out[a.ID] = a
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/xpromo/xpromo/server/lifecycle"
 	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
+	"github.com/xpromo/xpromo/server/retention"
 	"github.com/xpromo/xpromo/server/scoring"
 	"github.com/xpromo/xpromo/server/testmode"
 	"github.com/xpromo/xpromo/server/webhooks"
@@ -48,6 +49,7 @@ type Tx interface {
 	contact.Store
 	lifecycle.Tx
 	testmode.Tx
+	retention.Tx
 	session.Tx
 }
 

@@ -350,6 +350,59 @@ func testLinesQuery(t *testing.T, h Harness) {
 	assert.Empty(t, must(h.Store.Lines(ctx, ledger.Wallet("nobody"), ledger.LineQuery{})))
 }
 
+// A ledger page from a date is a seek that relies on an account's lines
+// being in time order as well as in sequence order: the ledger keeps that
+// order when the clock steps back (a line is dated at its account's last
+// line at the earliest), and every page, whatever its bounds, is exactly the
+// account's lines in sequence order filtered by the dates.
+func testLinePagesInTimeOrder(t *testing.T, h Harness) {
+	l, clk := newLedger(h)
+	p := poster(t, l)
+	start := clk.Now()
+	steps := []time.Duration{5 * time.Hour, 20 * time.Hour, -30 * time.Hour, 0, 50 * time.Hour, -2 * time.Hour, 26 * time.Hour, time.Microsecond, 72 * time.Hour}
+	for i := range 45 {
+		p(ledger.TopUp(fmt.Sprintf("t%d", i), "app", int64(i+1), ""))
+		if i%3 == 0 {
+			p(ledger.TopUp(fmt.Sprintf("o%d", i), "other", 1, "")) // another account's lines in between
+		}
+		clk.Advance(steps[i%len(steps)])
+	}
+	w := ledger.Wallet("app")
+	all := must(h.Store.Lines(ctx, w, ledger.LineQuery{}))
+	require.Len(t, all, 45)
+	for i := 1; i < len(all); i++ {
+		require.False(t, all[i].CreatedAt.Before(all[i-1].CreatedAt), "line %d is dated before line %d", all[i].Seq, all[i-1].Seq)
+	}
+	verifyOK(t, h.Store)
+
+	days := []time.Time{{}}
+	for d := -1; d < 14; d++ {
+		days = append(days, start.Truncate(24*time.Hour).AddDate(0, 0, d))
+	}
+	days = append(days, all[7].CreatedAt, all[20].CreatedAt) // bounds exactly on a line's time
+	for _, from := range days {
+		for _, before := range days {
+			for _, after := range []int64{0, 3, 17, 44} {
+				var want []int64
+				for _, line := range all {
+					if line.Seq > after && (from.IsZero() || !line.CreatedAt.Before(from)) && (before.IsZero() || line.CreatedAt.Before(before)) {
+						want = append(want, line.Seq)
+					}
+				}
+				limit := 5
+				if len(want) > limit {
+					want = want[:limit]
+				}
+				got := seqs(must(h.Store.Lines(ctx, w, ledger.LineQuery{From: from, Before: before, AfterSeq: after, Limit: limit})))
+				require.Equal(t, len(want), len(got), "from %v before %v after %d", from, before, after)
+				if len(want) > 0 {
+					require.Equal(t, want, got, "from %v before %v after %d", from, before, after)
+				}
+			}
+		}
+	}
+}
+
 func seqs(lines []ledger.Line) []int64 {
 	out := make([]int64, len(lines))
 	for i, l := range lines {

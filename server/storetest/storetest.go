@@ -39,6 +39,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("ProcessorAdjustmentMayOverdraw", func(t *testing.T) { testProcessorAdjustment(t, newHarness(t)) })
 	t.Run("BatchPerOperationOutcome", func(t *testing.T) { testBatch(t, newHarness(t)) })
 	t.Run("LinesQuery", func(t *testing.T) { testLinesQuery(t, newHarness(t)) })
+	t.Run("LinePagesInTimeOrder", func(t *testing.T) { testLinePagesInTimeOrder(t, newHarness(t)) })
 	t.Run("AppendOnly", func(t *testing.T) { testAppendOnly(t, newHarness(t)) })
 	t.Run("VerifyDetectsTampering", func(t *testing.T) { testVerifyDetectsTampering(t, newHarness(t)) })
 	t.Run("ShardedPlatformVerify", func(t *testing.T) { testShardedPlatformVerify(t, newHarness(t)) })

@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	fs := flag.NewFlagSet("xpromo-loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	baseURL := fs.String("url", orDefault(env("XPROMO_BASE_URL"), "http://127.0.0.1:8080"), "server URL (env XPROMO_BASE_URL); the admin token comes from XPROMO_ADMIN_TOKEN")
-	scenarios := fs.String("scenario", "fill", "comma-separated scenarios: fill, claim, ledger, mixed, or all")
+	scenarios := fs.String("scenario", "fill", "comma-separated scenarios: fill, claim, ledger, mixed, open-fill, open-mixed, or all")
 	duration := fs.Duration("duration", 10*time.Second, "measured time of each scenario")
 	concurrency := fs.Int("concurrency", 8, "concurrent workers")
 	rate := fs.Float64("rate", 0, "requests per second over all workers; 0: as fast as the server answers")
@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	asJSON := fs.Bool("json", false, "print the reports as JSON instead of a table")
 	lean := fs.Bool("lean", true, "send the fill scenario's requests with the lean generator (pre-signed, pre-serialized, raw keep-alive connections) rather than the SDK's client; ignored with -rate")
 	fillPubs := fs.Int("fill-publishers", 0, "publisher apps for the fill scenario; 0: enough for 20,000 fills/s over -duration (each app may fill 6,000 times a minute)")
+	fillRate := fs.Float64("fill-rate", 1000, "fills a second of the open-loop scenarios (open-fill: alone; open-mixed: while claims and sweeps run as fast as they can), each timed from when it was due")
 	ceilings := fs.String("ceilings", "", "a JSON file of xpromo-ceilings -o: print each throughput's ratio to its ceiling after the table")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	}
 	for _, n := range names {
 		if !slices.Contains(loadgen.Scenarios, n) {
-			fmt.Fprintf(stderr, "xpromo-loadgen: unknown scenario %q (want fill, claim, ledger, mixed or all)\n", n)
+			fmt.Fprintf(stderr, "xpromo-loadgen: unknown scenario %q (want fill, claim, ledger, mixed, open-fill, open-mixed or all)\n", n)
 			return 2
 		}
 	}
@@ -85,6 +86,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	// would hide its failure and stretch its latency.
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 2 * *concurrency
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "open-") }) {
+		// The open-loop fills keep up to loadgen.MaxOpenInFlight requests in
+		// flight: each keeps its connection, rather than a new one per fill.
+		transport.MaxIdleConnsPerHost = loadgen.MaxOpenInFlight
+	}
 	op := xpromo.NewClient(*baseURL,
 		xpromo.WithAdminToken(token),
 		xpromo.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}),
@@ -114,7 +120,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "xpromo-loadgen: %s for %s at concurrency %d...\n", name, *duration, *concurrency)
 		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
 			Scenario: name, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
-			ClaimBatch: *batch, LedgerPage: *page, ForwardedFor: *forwarded,
+			ClaimBatch: *batch, LedgerPage: *page, ForwardedFor: *forwarded, FillRate: *fillRate,
 			Lean: *lean && *rate == 0, BaseURL: *baseURL,
 		})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"sync"
 	"time"
 
@@ -153,6 +154,8 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	bg, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
 	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
+	// What is kept only for a while (fill counts by day): hourly, in batches.
+	background.Go(func() { wire.RunRetention(bg, wcfg, st, 0) })
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// x402 settlements the facilitator did not answer: every minute.
 	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
@@ -175,6 +178,12 @@ func (p *program) serve(ctx context.Context, args []string) error {
 			return exitCode(exitFail)
 		}
 		defer pl.Close()
+		// Where requests wait (channels, locks, the store's connections):
+		// /debug/pprof/block and /debug/pprof/mutex. Sampled, and only
+		// while profiling is on: each blocking event of 10 µs or more, one
+		// contended mutex in 10.
+		runtime.SetBlockProfileRate(10_000)
+		runtime.SetMutexProfileFraction(10)
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

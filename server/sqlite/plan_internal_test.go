@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xpromo/xpromo/server/ledger"
+)
+
+// Every ledger page is an index seek: the page walks (account_id, seq) from
+// its lower bound, and each date bound is a seek on (account_id, created_at,
+// seq). No step scans the table, sorts, or reads the lines before the page.
+func TestLedgerPagePlanIsASeek(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "xpromo.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	raw, err := sql.Open("sqlite", "file:"+db.Path())
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+
+	day := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	for name, q := range map[string]ledger.LineQuery{
+		"first page":    {Limit: 101},
+		"next page":     {AfterSeq: 5000, Limit: 101},
+		"from":          {From: day, Limit: 101},
+		"from and to":   {From: day, Before: day.AddDate(0, 0, 1), Limit: 101},
+		"to and cursor": {Before: day, AfterSeq: 5000, Limit: 101},
+	} {
+		query, args := linesQuery(ledger.Wallet("app_1"), q)
+		rows, err := raw.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+		require.NoError(t, err)
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan = append(plan, detail)
+		}
+		require.NoError(t, rows.Err())
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		t.Logf("%s:\n%s", name, text)
+		require.Contains(t, plan[0], "SEARCH ledger_lines USING INDEX sqlite_autoindex_ledger_lines_2 (account_id=? AND seq>?", name)
+		require.NotContains(t, plan[0], "created_at", name)
+		require.NotContains(t, text, "SCAN", name)
+		require.NotContains(t, text, "TEMP B-TREE", name)
+		if !q.From.IsZero() || !q.Before.IsZero() {
+			require.Contains(t, text, "SEARCH ledger_lines USING COVERING INDEX ledger_lines_account_time_seq (account_id=? AND created_at>?)", name)
+		}
+	}
+}
