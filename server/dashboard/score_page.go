@@ -35,7 +35,7 @@ type scoreData struct {
 // fixes say what makes each failing check pass (docs/gate.md).
 func gateChecks(g xpromo.Gate) []gateCheck {
 	return []gateCheck{
-		{"signed", "Signed", "Sign the build: a Developer ID–signed, zipped .app (macOS), or an Authenticode-signed .exe or .msi (Windows), at the download URL.", g.Signed},
+		{"signed", "Signed", "Sign the build: a Developer ID–signed and notarised .app, zipped or in a .dmg, or a Developer ID Installer–signed .pkg (macOS); an Authenticode-signed .exe, .msi or .msix (Windows), at the download URL.", g.Signed},
 		{"malware_clean", "Malware scan clean", "The scanner found a threat or could not read the file: ship a clean build; the reason codes say which.", g.MalwareClean},
 		{"domain_age_ok", "Domain age", "The domain must be registered for long enough (RDAP): use the domain your app has had longest.", g.DomainAgeOK},
 		{"contact_verified", "Contact verified", "Open the link, or enter the code, of the mail sent to the contact address (POST /v1/apps/{app_id}/contact/resend sends it again).", g.ContactVerified},
