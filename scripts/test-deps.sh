@@ -39,6 +39,12 @@ declare -A need=(
 	[node]=nodejs
 	[npm]=npm
 )
+# The failover test (make failovertest, server/failovertest): a 3-node
+# Patroni cluster with etcd and haproxy on loopback; ip for the partition.
+need[patroni]=patroni
+need[etcd]=etcd-server
+need[haproxy]=haproxy
+need[ip]=iproute2
 missing=()
 for cmd in "${!need[@]}"; do
 	command -v "$cmd" >/dev/null || missing+=(${need[$cmd]})
