@@ -106,6 +106,17 @@ func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
 	all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
 	t.pending = nil
 	if err := t.conn.SendBatch(ctx, all).Close(); err != nil {
+		if !t.commitSent {
+			// The database failed before COMMIT was sent: nothing
+			// committed. Classified here, not only by inTx, because work
+			// inside a unit of work (a keyed request's one transaction)
+			// returns its statements' errors to the request, which must
+			// answer them 503, not 500 (issue 31).
+			if u := unavailable(ctx, err, t.conn.IsClosed(), true); u != nil {
+				u.rerun = u.class != classTimeout
+				err = u
+			}
+		}
 		t.err = err
 		return err
 	}

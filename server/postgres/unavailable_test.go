@@ -22,6 +22,7 @@ import (
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/postgres/pgtest"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // proxy is a TCP relay in front of the test server that plays a failover:
@@ -163,6 +164,29 @@ func TestConnectionLostBeforeCommitRunsAgain(t *testing.T) {
 	assert.Equal(t, 1, probes(t, direct))
 	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_retries_total", "unavailable"))
 	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_errors_total", "connection"))
+}
+
+// Inside a unit of work (a keyed request's one transaction, which the
+// store cannot run again alone) a statement whose connection is lost fails
+// with 503 unavailable itself, so that the request answers 503, not 500.
+func TestConnectionLostInUnitAnswersUnavailable(t *testing.T) {
+	direct := pgtest.NewTestDatabase(t)
+	p, via := newProxy(t, direct)
+	db := open(t, via)
+	scratchTable(t, db, direct)
+	st := storage.Units(db)
+	ctx, unit := txunit.Begin(context.Background())
+	p.cut("xpromo-cut-here")
+	err := st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if err := postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`); err != nil {
+			return err
+		}
+		return postgres.ExecIn(ctx, tx, `SELECT 'xpromo-cut-here'`)
+	})
+	require.Error(t, err)
+	assert.Equal(t, 503, apperr.HTTPStatus(err), "%v", err)
+	unit.Rollback()
+	assert.Equal(t, 0, probes(t, direct))
 }
 
 // A COMMIT sent without an answer may have committed: it is not run again,
