@@ -116,6 +116,11 @@ type Config struct {
 	Observe func(Response)
 	// ServerArgs are added to each server's command line.
 	ServerArgs []string
+	// ServerDatabase, when set, is given the fresh database's URL (on
+	// DatabaseURL's server) and returns the URL the servers and the checks
+	// use for it (the failover test: the same database through a
+	// multi-host URL, once every node has it).
+	ServerDatabase func(ctx context.Context, dbURL string) (string, error)
 }
 
 // The fixture's apps: each publisher asks for a payout every cycle (the
@@ -233,6 +238,12 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 		if err != nil {
 			rep.Err = err
 			return rep
+		}
+		if cfg.ServerDatabase != nil {
+			if url, err = cfg.ServerDatabase(ctx, url); err != nil {
+				rep.Err = err
+				return rep
+			}
 		}
 		for _, s := range h.srvs {
 			s.dbURL = url

@@ -208,7 +208,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 			return c, err
 		}
 		if i == 0 {
-			if err := waitFor(ctx, 60*time.Second, n.Name+" to bootstrap as the leader", func() error {
+			if err := waitFor(ctx, 3*time.Minute, n.Name+" to bootstrap as the leader", func() error {
 				return httpOK(n.restURL() + "/primary")
 			}); err != nil {
 				return c, err

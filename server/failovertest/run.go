@@ -175,9 +175,14 @@ func runRoute(ctx context.Context, cfg Config, c *Cluster, route Route, cycles i
 	r := &RouteRun{Route: route, Control: control, Seen: map[int][]string{}}
 	const instances = 2
 	w := newWatcher(instances)
+	// The run's database is created through haproxy either way; the
+	// multi-host route then reaches it through the multi-host URL, once
+	// every node has it (libpq, like pgx, gives up on the first host that
+	// answers "no such database", without trying the next).
 	admin := c.HAProxyURL("postgres")
+	var serverDB func(ctx context.Context, dbURL string) (string, error)
 	if route == ViaMultiHost {
-		admin = c.MultiHostURL("postgres")
+		serverDB = c.everywhere
 	}
 	kinds := cfg.Kinds
 	if control {
@@ -188,7 +193,11 @@ func runRoute(ctx context.Context, cfg Config, c *Cluster, route Route, cycles i
 	if control {
 		name = "negative control (asynchronous, standbys held back)"
 	}
-	fmt.Fprintf(cfg.Out, "\nfailovertest: %s: %d cycles, 2 xpromo-server instances on %s\n", name, cycles, redact(admin))
+	via := admin
+	if route == ViaMultiHost {
+		via = c.MultiHostURL("…")
+	}
+	fmt.Fprintf(cfg.Out, "\nfailovertest: %s: %d cycles, 2 xpromo-server instances on %s\n", name, cycles, redact(via))
 	claims, adjustments := cfg.Claims, cfg.Adjustments
 	if control {
 		// More operations under the fault: the control needs
@@ -203,7 +212,7 @@ func runRoute(ctx context.Context, cfg Config, c *Cluster, route Route, cycles i
 		// Kept: the servers' logs explain a breach the crash test's own
 		// checks do not count; removed below when the run passed.
 		Keep:      true,
-		Instances: instances, Fault: in.fault, Observe: w.observe,
+		Instances: instances, Fault: in.fault, Observe: w.observe, ServerDatabase: serverDB,
 		AfterCycle: func(ctx context.Context, cycle int, dbURL string) error {
 			if n := len(in.reports); n > 0 && in.reports[n-1].Cycle == cycle {
 				in.reports[n-1].FirstWrite = w.firstWrites(cycle)
@@ -249,6 +258,25 @@ func allKinds() map[crashtest.Kind]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// everywhere waits until the database of dbURL exists on every node and
+// returns its multi-host URL.
+func (c *Cluster) everywhere(ctx context.Context, dbURL string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "", err
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	err = waitFor(ctx, time.Minute, "the run's database on every node", func() error {
+		for _, n := range c.Nodes {
+			if err := c.exec(ctx, n.URL(db), "SELECT 1"); err != nil {
+				return fmt.Errorf("%s: %w", n.Name, err)
+			}
+		}
+		return nil
+	})
+	return c.MultiHostURL(db), err
 }
 
 // agree waits (up to a minute) until every node holds the same ledger
