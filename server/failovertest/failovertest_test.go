@@ -58,7 +58,11 @@ func TestHealthy(t *testing.T) {
 	assert.Equal(t, "pg1", leader.Name)
 
 	noSync := []Member{ok[0], {Name: "pg2", Role: "replica", State: "running", Timeline: 2}, ok[2]}
-	assert.ErrorContains(t, c.healthy(noSync, &leader), "no synchronous standby")
+	leader = nil
+	err := c.healthy(noSync, &leader)
+	assert.ErrorIs(t, err, errNoSync)
+	require.NotNil(t, leader, "the leader is known without a sync standby (WaitHealthy then asks its PostgreSQL)")
+	assert.Equal(t, "pg1", leader.Name)
 	behind := []Member{ok[0], ok[1], {Name: "pg3", Role: "replica", State: "running", Timeline: 1}}
 	assert.ErrorContains(t, c.healthy(behind, &leader), "pg3 is not replicating on timeline 2")
 	assert.ErrorContains(t, c.healthy(ok[1:], &leader), "no running leader")

@@ -18,6 +18,12 @@ func Print(w io.Writer, res *Result) {
 	if res.Cost != nil {
 		res.Cost.Print(w)
 	}
+	if len(res.Notes) > 0 {
+		fmt.Fprintf(w, "\n== failovertest: notes on the cluster itself (%d)\n", len(res.Notes))
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
 	for _, r := range res.Runs {
 		title := string(r.Route)
 		if r.Control {

@@ -114,8 +114,9 @@ func (r *RouteRun) ControlCaught() int {
 
 // Result is a whole run.
 type Result struct {
-	Runs []*RouteRun
-	Cost *SyncCost // nil when not measured
+	Runs  []*RouteRun
+	Cost  *SyncCost // nil when not measured
+	Notes []string  // the cluster's own findings (Cluster.Notes)
 }
 
 // Run brings the cluster up, runs each route, the cost measurement and
@@ -130,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer c.Close()
+	defer func() { res.Notes = c.Notes }()
 	fmt.Fprintf(cfg.Out, "failovertest: cluster up in %s: %s\n", time.Since(t0).Round(100*time.Millisecond), c.status(ctx))
 
 	for _, route := range []Route{ViaHAProxy, ViaMultiHost} {
