@@ -46,6 +46,12 @@ declare -A need=(
 	[fls]=sleuthkit
 	[chromium]=chromium # the dashboard's browser tests (server/internal/browsertest)
 )
+# The failover test (make failovertest, server/failovertest): a 3-node
+# Patroni cluster with etcd and haproxy on loopback; ip for the partition.
+need[patroni]=patroni
+need[etcd]=etcd-server
+need[haproxy]=haproxy
+need[ip]=iproute2
 missing=()
 for cmd in "${!need[@]}"; do
 	command -v "$cmd" >/dev/null || missing+=(${need[$cmd]})

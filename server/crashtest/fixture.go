@@ -194,11 +194,14 @@ func (h *harness) moveClock(ctx context.Context, d time.Duration) error {
 	const step = 300 * 24 * time.Hour
 	for d >= time.Second {
 		s := min(d, step)
-		state, err := h.setup.AdminAdvanceClock(ctx, s)
+		state, err := h.setup.AdminAdvanceClock(context.WithValue(ctx, pinKey{}, 0), s)
 		if err != nil {
 			return fmt.Errorf("advancing the test clock: %w", err)
 		}
 		h.clock.follow(state.Now)
+		if err := h.syncClocks(ctx, 0); err != nil {
+			return err
+		}
 		d -= s
 	}
 	return nil

@@ -94,6 +94,33 @@ type Config struct {
 	// problem found (else the first few of each store).
 	Out     io.Writer
 	Verbose bool
+
+	// The failover test's settings (instances.go); zero values leave the
+	// crash test as it is.
+	//
+	// Instances is how many xpromo-server processes run on the store
+	// (0 or 1: one); the clients' requests go to them in turn.
+	Instances int
+	// Fault, when set, replaces each cycle's kill and restart: the
+	// servers keep running, Fault breaks the database under them and
+	// returns once it takes writes again; then `ledger verify` runs. The
+	// second kill of a cycle (during a webhook delivery) is not made. The
+	// clients keep retrying through the fault with their keys, for up to
+	// RetryFor.
+	Fault func(ctx context.Context, cycle int) (FaultResult, error)
+	// AfterCycle, when set, runs once a cycle's operations are answered
+	// (the failover test compares the nodes' ledgers there).
+	AfterCycle func(ctx context.Context, cycle int, databaseURL string) error
+	// Observe, when set, sees every answer an instance gives the
+	// harness's clients.
+	Observe func(Response)
+	// ServerArgs are added to each server's command line.
+	ServerArgs []string
+	// ServerDatabase, when set, is given the fresh database's URL (on
+	// DatabaseURL's server) and returns the URL the servers and the checks
+	// use for it (the failover test: the same database through a
+	// multi-host URL, once every node has it).
+	ServerDatabase func(ctx context.Context, dbURL string) (string, error)
 }
 
 // The fixture's apps: each publisher asks for a payout every cycle (the
@@ -134,6 +161,7 @@ type harness struct {
 	run   string // random id of the run: in names, keys and notes
 	work  string // the store's work directory
 	srv   *server
+	srvs  []*server // every instance; srvs[0] is srv
 	// admin sends the operations: the admin token, no retries of the
 	// SDK's own (the harness retries, with the same key, and sees every
 	// answer). setup is the same with the SDK's retries, for the fixtures
@@ -191,16 +219,35 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 	}
 	h.srv = &server{
 		bin: cfg.Server, port: port, dataDir: h.work + "/data", token: randomHex(16), secret: randomHex(32),
-		logPath: h.work + "/server.log",
+		logPath: h.work + "/server.log", args: cfg.ServerArgs,
 	}
 	rep.ServerLog = h.srv.logPath
+	h.srvs = []*server{h.srv}
+	for i := 2; i <= cfg.Instances; i++ {
+		port, err := freePort()
+		if err != nil {
+			rep.Err = err
+			return rep
+		}
+		s := *h.srv
+		s.port, s.logPath = port, fmt.Sprintf("%s/server-%d.log", h.work, i)
+		h.srvs = append(h.srvs, &s)
+	}
 	if store == StorePostgres {
 		url, drop, err := freshDatabase(ctx, cfg.DatabaseURL)
 		if err != nil {
 			rep.Err = err
 			return rep
 		}
-		h.srv.dbURL = url
+		if cfg.ServerDatabase != nil {
+			if url, err = cfg.ServerDatabase(ctx, url); err != nil {
+				rep.Err = err
+				return rep
+			}
+		}
+		for _, s := range h.srvs {
+			s.dbURL = url
+		}
 		rep.Database, rep.DatabaseKept = redact(url), cfg.Keep
 		if !cfg.Keep {
 			defer func() {
@@ -225,16 +272,25 @@ func (h *harness) play(ctx context.Context) error {
 	}
 	defer recv.close()
 	h.hooks.recv = recv
-	if err := h.srv.start(ctx); err != nil {
-		return err
+	for _, s := range h.srvs {
+		if err := s.start(ctx); err != nil {
+			return err
+		}
+		defer s.stop()
 	}
-	defer h.srv.stop()
 	defer h.closeAgents()
 	// One transport for all: the workers' connections are reused, and the
 	// kill breaks them all at once.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4 * h.cfg.Workers
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	if len(h.srvs) > 1 || h.cfg.Observe != nil {
+		sp := &spread{next: tr, observe: h.cfg.Observe}
+		for _, s := range h.srvs {
+			sp.hosts = append(sp.hosts, fmt.Sprintf("127.0.0.1:%d", s.port))
+		}
+		hc.Transport = sp
+	}
 	h.hc = hc
 	base := []xpromo.Option{xpromo.WithAdminToken(h.srv.token), xpromo.WithHTTPClient(hc), xpromo.WithUserAgent("xpromo-crashtest")}
 	h.admin = xpromo.NewClient(h.srv.baseURL(), append(base, xpromo.WithRetries(0))...)
@@ -386,8 +442,10 @@ func (h *harness) quiet(ctx context.Context, ops []*Op) error {
 // cycle is one crash cycle (see the package comment).
 func (h *harness) cycle(ctx context.Context, n int) error {
 	t0 := time.Now()
-	if err := h.srv.alive(); err != nil {
-		return err
+	for _, s := range h.srvs {
+		if err := s.alive(); err != nil {
+			return err
+		}
 	}
 	// The last cycle's events reach the receiver before this cycle's kills
 	// (the worker's claim in progress when a kill comes is sent again
@@ -459,6 +517,19 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	if h.cfg.AfterCycle != nil {
+		if err := h.cfg.AfterCycle(ctx, n, h.srv.dbURL); err != nil {
+			return err
+		}
+	}
+	if h.cfg.Fault != nil {
+		h.rep.Cycles++
+		h.rep.Kills = append(h.rep.Kills, k)
+		fmt.Fprintf(h.cfg.Out, "crashtest %s: cycle %d/%d: %d operations (%d under the fault); %s; %d in flight; %s; back in %s; verify %s; %s\n",
+			h.store, n, h.cfg.Cycles, len(ops), len(loud), strings.Replace(k.describe(), "killed", "fault", 1), k.InFlight, k.Fault.Summary,
+			k.Restart.Round(time.Millisecond), k.verdicts(), time.Since(t0).Round(time.Millisecond))
+		return nil
+	}
 	dk, err := h.killDuringDelivery(ctx, n)
 	if err != nil {
 		return err
@@ -487,6 +558,9 @@ type Kill struct {
 	Delivering int
 	Restart    time.Duration // from the kill to the server answering again, clock put back
 	Verify     []VerifyRun   // after the kill, after the restart
+	// Fault is what Config.Fault reported (the failover test), which
+	// then stands for the kill; Restart is then the fault's duration.
+	Fault FaultResult
 }
 
 func (k Kill) describe() string {
@@ -562,7 +636,7 @@ func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (K
 		once.Do(func() {
 			go func() {
 				time.Sleep(k.Delay)
-				k, err := h.killAndRestart(ctx, cycle, k, &inFlight)
+				k, err := h.interrupt(ctx, cycle, k, &inFlight)
 				if err != nil {
 					cancel(err)
 				}
@@ -595,6 +669,25 @@ func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (K
 		k = <-killed
 	}
 	return k, context.Cause(ctx)
+}
+
+// interrupt is the cycle's kill and restart, or its Config.Fault: the
+// servers keep running (no gate: the clients meet the fault), and the
+// ledger is verified once the database takes writes again.
+func (h *harness) interrupt(ctx context.Context, cycle int, k Kill, inFlight *atomic.Int64) (Kill, error) {
+	if h.cfg.Fault == nil {
+		return h.killAndRestart(ctx, cycle, k, inFlight)
+	}
+	k.InFlight = int(inFlight.Load())
+	t0 := time.Now()
+	res, err := h.cfg.Fault(ctx, cycle)
+	k.Fault, k.Restart = res, time.Since(t0)
+	if err != nil {
+		return k, fmt.Errorf("fault: %w", err)
+	}
+	k.Verify = append(k.Verify, h.srv.verify(ctx, fmt.Sprintf("after fault %d", cycle)))
+	h.rep.Verifies = append(h.rep.Verifies, k.Verify...)
+	return k, nil
 }
 
 // killAndRestart shuts the gate, kills the server, verifies the ledger it
@@ -696,7 +789,9 @@ func (h *harness) finish(ctx context.Context) error {
 	}
 	h.rep.Webhooks = wh
 	h.closeAgents()
-	h.srv.stop()
+	for _, s := range h.srvs {
+		s.stop()
+	}
 	h.rep.Verifies = append(h.rep.Verifies, h.srv.verify(ctx, "at the end"))
 	ids := make([]string, len(h.apps))
 	for i, a := range h.apps {

@@ -18,13 +18,14 @@ import (
 // with SIGKILL, started again on the same store and port, and asked to
 // verify its ledger.
 type server struct {
-	bin     string // the xpromo-server binary
-	port    int    // fixed for the whole run: clients keep their base URL
-	dataDir string // SQLite: the database's directory
-	dbURL   string // PostgreSQL: the database; "" for SQLite
-	token   string // the admin token
-	secret  string // the offer secret: offers sealed before a restart stay valid after it
-	logPath string // every incarnation appends its log here
+	bin     string   // the xpromo-server binary
+	port    int      // fixed for the whole run: clients keep their base URL
+	dataDir string   // SQLite: the database's directory
+	dbURL   string   // PostgreSQL: the database; "" for SQLite
+	token   string   // the admin token
+	secret  string   // the offer secret: offers sealed before a restart stay valid after it
+	logPath string   // every incarnation appends its log here
+	args    []string // added to serve's command line (Config.ServerArgs)
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has been waited for
@@ -71,6 +72,7 @@ func (s *server) start(ctx context.Context) error {
 		"--trusted-proxies", "127.0.0.1",
 		"--webhooks-allow-loopback", "true", // the receiver is on 127.0.0.1
 	}, s.storeFlags()...)
+	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = s.env()
 	cmd.Stdout, cmd.Stderr = log, log

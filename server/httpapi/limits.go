@@ -22,6 +22,7 @@ import (
 
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/idempotency"
+	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/txunit"
 )
 
@@ -326,6 +327,11 @@ func (s *Server) runUnit(next http.Handler, w http.ResponseWriter, r *http.Reque
 // retryReason labels a run of a keyed request that is run again:
 // unavailable (the database failed before anything committed) or conflict.
 func retryReason(err error) string {
+	// A conflict first: the store's request to create ledger accounts is
+	// one, though it also reads as unavailable should it reach a client.
+	if errors.Is(err, ledger.ErrConflict) {
+		return "conflict"
+	}
 	if apperr.Is(err, apperr.Unavailable) {
 		return "unavailable"
 	}

@@ -540,6 +540,7 @@ func TestIdempotencyInUse(t *testing.T) {
 		r := e.fixture("POST", "/block/201", "", `{}`, "slow")
 		assert.Equal(t, http.StatusConflict, r.status)
 		assert.Equal(t, apperr.IdempotencyKeyInUse, r.code(t))
+		assert.Equal(t, "1", r.header.Get("Retry-After"), "a retry is to come back in a second")
 		// Past its lease a claim counts as abandoned (its request crashed),
 		// and a retry may take it over; a live one cannot tell, so this
 		// checks only the refusal before the lease ends.

@@ -197,7 +197,8 @@ const maxMessageRunes = 1000
 // unless the client has gone: then the request is a client abort (INFO,
 // status 499 in the access log) and no answer is written. A request that ran
 // out of its deadline (--request-timeout) answers 503 unavailable, and every
-// unavailable answer carries retry_after and Retry-After.
+// unavailable and idempotency_key_in_use answer carries retry_after and
+// Retry-After.
 //
 // Only a failure that reaches the client is logged as an error: written
 // into the recorder of a keyed request's run (runUnit), the log line waits
@@ -227,7 +228,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		s.logFailure(w, r, "server error", slog.String("code", e.Code), slog.String("err", e.Message), slog.String("cause", errDetail(err)), slog.String("request_id", requestID))
 	}
 	retryAfter := e.RetryAfter
-	if retryAfter == nil && e.Code == apperr.Unavailable {
+	if retryAfter == nil && (e.Code == apperr.Unavailable || e.Code == apperr.IdempotencyKeyInUse) {
 		t := s.now().Add(unavailableRetryAfter)
 		retryAfter = &t
 	}
@@ -237,7 +238,10 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		// retry_after is never rounded earlier than the instant it names.
 		ts := retryAfter.UTC().Format(time.RFC3339Nano)
 		body.Error.RetryAfter = &ts
-		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		// 409 idempotency_key_in_use too: its client is to come back, and
+		// in a failover it meets one while the first attempt's instance
+		// waits for the database.
+		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable || e.Code == apperr.IdempotencyKeyInUse {
 			secs := max(1, int(retryAfter.Sub(s.now()).Seconds()+0.999))
 			w.Header().Set("Retry-After", fmt.Sprint(secs))
 		}

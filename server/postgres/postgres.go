@@ -404,7 +404,9 @@ func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Contex
 	defer t.rollback(ctx) // no-op once committed; also runs on panic
 	err = fn(ctx, t)
 	if err == nil {
-		err = wrap(t.commit(ctx), "commit")
+		cctx, cancel := commitContext(ctx)
+		err = wrap(t.commit(cctx), "commit")
+		cancel()
 		switch {
 		case err != nil && t.commitSent && commitUnknown(err) && ctx.Err() == nil:
 			return db.classify(ctx, conn.Conn(), &errUnavailable{class: classCommitUnknown, err: err}, false)
@@ -428,12 +430,32 @@ func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Contex
 			// other in id order and never deadlock.
 			t.rollback(ctx)
 			if _, cerr := t.conn.Exec(ctx, createAccounts, m.ids, ledger.GenesisHash); cerr != nil {
-				return wrap(cerr, "creating accounts")
+				// The database lost here is an outage like any other (run
+				// again once it is back), not a failure of the request: a
+				// unit of work's request would otherwise answer this
+				// missingAccounts error as a 500 (issue 31).
+				cerr = wrap(cerr, "creating accounts")
+				if u := db.classify(ctx, t.conn, cerr, true); u != nil {
+					return u
+				}
+				return cerr
 			}
 		}
 		return err
 	}
 	return nil
+}
+
+// commitContext bounds a unit of work's COMMIT by its request's deadline
+// (storage.RetryDeadline): the unit's transaction runs detached from the
+// request's cancellation, and a COMMIT sent to a primary that hangs (frozen,
+// black-holed) would otherwise wait past --request-timeout for the kernel
+// to give up. Cut off, it is a COMMIT without an answer: unknown (issue 31).
+func commitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := storage.RetryDeadline(ctx); ok {
+		return context.WithDeadline(ctx, dl)
+	}
+	return ctx, func() {}
 }
 
 // classify returns err as an *errUnavailable when the database failed

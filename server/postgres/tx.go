@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/storage"
@@ -106,6 +107,17 @@ func (t *tx) send(ctx context.Context, b *pgx.Batch) error {
 	all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
 	t.pending = nil
 	if err := t.conn.SendBatch(ctx, all).Close(); err != nil {
+		if !t.commitSent {
+			// The database failed before COMMIT was sent: nothing
+			// committed. Classified here, not only by inTx, because work
+			// inside a unit of work (a keyed request's one transaction)
+			// returns its statements' errors to the request, which must
+			// answer them 503, not 500 (issue 31).
+			if u := unavailable(ctx, err, t.conn.IsClosed(), true); u != nil {
+				u.rerun = u.class != classTimeout
+				err = u
+			}
+		}
 		t.err = err
 		return err
 	}
@@ -440,8 +452,13 @@ func (m *missingAccounts) Error() string {
 	return fmt.Sprintf("postgres: %d account(s) to create before locking, e.g. %q", len(m.ids), m.ids[0])
 }
 
-// Unwrap makes the error retryable for anyone classifying it.
-func (m *missingAccounts) Unwrap() error { return ledger.ErrConflict }
+// Unwrap makes the error retryable for anyone classifying it, and, should
+// it reach a client because the transaction could not run again (a keyed
+// request's unit of work, the database lost meanwhile), a 503 unavailable
+// with Retry-After rather than a 500 (issue 31).
+func (m *missingAccounts) Unwrap() []error {
+	return []error{ledger.ErrConflict, apperr.New(apperr.Unavailable, "the ledger accounts of this request were being created; retry after retry_after")}
+}
 
 const insertOperations = `INSERT INTO ledger_operations (id, key, kind, request_hash, created_at)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::timestamptz[])`

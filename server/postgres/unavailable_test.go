@@ -22,6 +22,7 @@ import (
 	"github.com/xpromo/xpromo/server/postgres"
 	"github.com/xpromo/xpromo/server/postgres/pgtest"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/txunit"
 )
 
 // proxy is a TCP relay in front of the test server that plays a failover:
@@ -32,9 +33,13 @@ type proxy struct {
 	to      string
 	cutOn   atomic.Pointer[string]
 	cutNext atomic.Bool // cut at the next thing the client sends
-	down    atomic.Bool
-	mu      sync.Mutex
-	conns   []net.Conn
+	// stallNext swallows the next thing the client sends and everything
+	// after, keeping the connection open: a primary that hangs.
+	stallNext atomic.Bool
+	stalled   atomic.Bool
+	down      atomic.Bool
+	mu        sync.Mutex
+	conns     []net.Conn
 }
 
 func newProxy(t *testing.T, dbURL string) (*proxy, string) {
@@ -73,6 +78,10 @@ func (p *proxy) serve() {
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := c.Read(buf)
+				if n > 0 && (p.stalled.Load() || p.stallNext.Swap(false)) {
+					p.stalled.Store(true)
+					continue
+				}
 				if n > 0 {
 					if cut := p.cutOn.Load(); p.cutNext.Swap(false) || cut != nil && bytes.Contains(buf[:n], []byte(*cut)) {
 						p.cutOn.Store(nil)
@@ -163,6 +172,61 @@ func TestConnectionLostBeforeCommitRunsAgain(t *testing.T) {
 	assert.Equal(t, 1, probes(t, direct))
 	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_retries_total", "unavailable"))
 	assert.Equal(t, 1.0, counter(t, db, "xpromo_db_errors_total", "connection"))
+}
+
+// Inside a unit of work (a keyed request's one transaction, which the
+// store cannot run again alone) a statement whose connection is lost fails
+// with 503 unavailable itself, so that the request answers 503, not 500.
+func TestConnectionLostInUnitAnswersUnavailable(t *testing.T) {
+	direct := pgtest.NewTestDatabase(t)
+	p, via := newProxy(t, direct)
+	db := open(t, via)
+	scratchTable(t, db, direct)
+	st := storage.Units(db)
+	ctx, unit := txunit.Begin(context.Background())
+	p.cut("xpromo-cut-here")
+	err := st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if err := postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`); err != nil {
+			return err
+		}
+		return postgres.ExecIn(ctx, tx, `SELECT 'xpromo-cut-here'`)
+	})
+	require.Error(t, err)
+	assert.Equal(t, 503, apperr.HTTPStatus(err), "%v", err)
+	unit.Rollback()
+	assert.Equal(t, 0, probes(t, direct))
+}
+
+// A unit of work's COMMIT sent to a primary that hangs is cut off at the
+// request's deadline (the unit's transaction is detached from the
+// request's cancellation) and answers unknown, instead of waiting for the
+// kernel to give up on the connection.
+func TestHungCommitInUnitEndsAtDeadline(t *testing.T) {
+	direct := pgtest.NewTestDatabase(t)
+	p, via := newProxy(t, direct)
+	db := open(t, via)
+	scratchTable(t, db, direct)
+	st := storage.Units(db)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ctx, unit := txunit.Begin(ctx)
+	require.NoError(t, st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`)
+	}))
+	p.stallNext.Store(true)
+	done := make(chan error, 1)
+	go func() { _, err := unit.Commit(); done <- err }()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.True(t, apperr.Is(err, apperr.Unavailable), "%v", err)
+		var e *apperr.Error
+		require.True(t, errors.As(err, &e))
+		assert.Contains(t, e.Message, "same Idempotency-Key")
+	case <-time.After(time.Minute):
+		t.Fatal("the COMMIT to a hung primary outlived the request's deadline by a minute")
+	}
+	p.stalled.Store(false)
 }
 
 // A COMMIT sent without an answer may have committed: it is not run again,
