@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 func appVolumeFiles(exe, plist, ticket []byte) []fixture.HFSFile {
@@ -144,13 +145,7 @@ func TestDMGAppFailures(t *testing.T) {
 // TestDMGAppBuiltWithXorriso verifies a signed app on an HFS+ volume
 // written by xorrisofs (another HFS+ writer than ours).
 func TestDMGAppBuiltWithXorriso(t *testing.T) {
-	tool, err := exec.LookPath("xorrisofs")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("xorrisofs is not installed (scripts/test-deps.sh installs it)")
-		}
-		t.Skip("xorrisofs is not installed")
-	}
+	tool := testtool.Command(t, "xorrisofs", "Debian: apt-get install xorriso; scripts/test-deps.sh installs it")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	for _, f := range appVolumeFiles(signedHelloApp(), helloPlist, nil) {

@@ -15,6 +15,7 @@ import (
 	"testing/fstest"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 func appFiles() []fixture.HFSFile {
@@ -203,14 +204,7 @@ func TestHostileCatalogs(t *testing.T) {
 // needTool finds an independent reader installed by scripts/test-deps.sh.
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (scripts/test-deps.sh installs it)", name)
-		}
-		t.Skipf("%s is not installed", name)
-	}
-	return p
+	return testtool.Command(t, name, "scripts/test-deps.sh installs it")
 }
 
 // xorrisoVolume builds an HFS+ volume with xorrisofs from files, as the

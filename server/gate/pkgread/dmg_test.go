@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 func helloVolume(prefix, bundleID string) []byte {
@@ -90,13 +91,7 @@ func TestDMGEveryChunkType(t *testing.T) {
 // TestSevenZipListsTheApp holds the fixture writers (UDIF around HFS+) to
 // 7-Zip's independent DMG and HFS readers.
 func TestSevenZipListsTheApp(t *testing.T) {
-	tool, err := exec.LookPath("7zz")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("7zz is not installed (scripts/test-deps.sh installs it)")
-		}
-		t.Skip("7zz is not installed")
-	}
+	tool := testtool.Command(t, "7zz", "Debian: apt-get install 7zip; scripts/test-deps.sh installs it")
 	p := filepath.Join(t.TempDir(), "hello.dmg")
 	if err := os.WriteFile(p, helloDMG("", "com.example.hello"), 0o644); err != nil {
 		t.Fatal(err)

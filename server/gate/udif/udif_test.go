@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // disk is 40 sectors of random bytes, 8 of zeros, then 20 of text: each
@@ -82,13 +83,7 @@ func TestEveryChunkTypeDecodes(t *testing.T) {
 }
 
 func TestDmg2imgAgrees(t *testing.T) {
-	tool, err := exec.LookPath("dmg2img")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("dmg2img is not installed (scripts/test-deps.sh installs it)")
-		}
-		t.Skip("dmg2img is not installed")
-	}
+	tool := testtool.Command(t, "dmg2img", "Debian: apt-get install dmg2img; scripts/test-deps.sh installs it")
 	d := disk()
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "a.dmg"), filepath.Join(dir, "a.img")

@@ -5,16 +5,15 @@
 // console error, no uncaught exception, no Content-Security-Policy
 // violation, no serious or critical axe-core violation, and a screenshot.
 //
-// Without chromium the tests skip with a message, unless CI or
-// XPROMO_TEST_REQUIRE_TOOLS (make test) is set: then a missing browser
-// fails (scripts/test-deps.sh installs it).
+// Without chromium the tests skip with a message, unless
+// XPROMO_TEST_REQUIRE_TOOLS is set (make test, and so CI): then a missing
+// browser fails (scripts/test-deps.sh installs it).
 package browsertest
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +24,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
 // EnvChromium names the chromium binary; default: chromium on PATH.
@@ -50,20 +51,14 @@ type Browser struct {
 	ctx context.Context
 }
 
-// chromiumPath finds the browser, or skips (fails under CI).
+// chromiumPath finds the browser, or skips (fails under make test and CI:
+// testtool.RequireEnv).
 func chromiumPath(t testing.TB) string {
 	name := os.Getenv(EnvChromium)
 	if name == "" {
 		name = "chromium"
 	}
-	bin, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("XPROMO_TEST_REQUIRE_TOOLS") != "" {
-			t.Fatalf("browser tests: %s not found and CI or XPROMO_TEST_REQUIRE_TOOLS is set: install it (scripts/test-deps.sh: apt-get install chromium): %v", name, err)
-		}
-		t.Skipf("browser tests skipped: %s not found (apt-get install chromium, or scripts/test-deps.sh; set %s to another binary)", name, EnvChromium)
-	}
-	return bin
+	return testtool.Command(t, name, "apt-get install chromium, or scripts/test-deps.sh; set "+EnvChromium+" to another binary")
 }
 
 // Start launches chromium headless with a fresh profile; it ends with the
