@@ -22,6 +22,7 @@ require (
 	github.com/wneessen/go-mail v0.8.1
 	github.com/xpromo/xpromo/mcpserver v0.0.0-00010101000000-000000000000
 	github.com/xpromo/xpromo/sdk v0.0.0-00010101000000-000000000000
+	golang.org/x/crypto v0.58.0
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/net v0.62.0
 	howett.net/plist v1.0.1
@@ -76,7 +77,6 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
