@@ -29,7 +29,10 @@ type InspectOptions struct {
 	// Notary looks notarisation tickets up online, as the server's
 	// --gate-notary-url; nil: only a stapled ticket counts.
 	Notary NotaryLookup
-	Now    func() time.Time
+	// Revocation checks the signer's chain over OCSP and CRL, as the
+	// server's --gate-revocation on; nil: not checked ("unchecked").
+	Revocation RevocationChecker
+	Now        func() time.Time
 }
 
 // Inspection is what the gate would record of a package: the checks the
@@ -98,7 +101,7 @@ func Inspect(ctx context.Context, path string, o InspectOptions) (*Inspection, e
 	if now == nil {
 		now = time.Now
 	}
-	s := &Service{Roots: o.Roots, Notary: o.Notary, Now: now}
+	s := &Service{Roots: o.Roots, Notary: o.Notary, Revocation: o.Revocation, Now: now}
 	rep := &report{}
 	if err := s.checkPackage(ctx, f, st.Size(), false, apps.App{BundleID: ins.BundleID, Platform: ins.Platform}, rep); err != nil {
 		return nil, err

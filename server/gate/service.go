@@ -73,6 +73,11 @@ type Service struct {
 	// --gate-notary-url); nil: only a stapled ticket counts. SandboxNotary
 	// answers for downloads the sandbox served, and nothing else.
 	Notary, SandboxNotary NotaryLookup
+	// Revocation asks OCSP responders and CRL distribution points about a
+	// verified signer's chain (--gate-revocation); nil: not checked.
+	// SandboxRevocation answers for downloads the sandbox served, and
+	// nothing else.
+	Revocation, SandboxRevocation RevocationChecker
 	// Scanner is nil when no clamd is configured: scanning a real
 	// download is then gate_scanner_unavailable.
 	Scanner Scanner
@@ -178,6 +183,18 @@ type SignatureEvidence struct {
 	// empty when no lookup ran.
 	NotaryRecord string `json:"notary_record,omitempty"`
 	NotaryLookup string `json:"notary_lookup,omitempty"`
+
+	// What revocation checking found (docs/gate.md, "Revocation"): the
+	// chain's status (good, revoked, unknown, unchecked), the source that
+	// decided it (ocsp, crl, none) and its URL; for a revoked certificate
+	// the RFC 5280 reason and the revocation time; Detail says why an
+	// unknown status passed (soft-fail) or a revoked one did or did not.
+	RevocationStatus string     `json:"revocation_status,omitempty"`
+	RevocationSource string     `json:"revocation_source,omitempty"`
+	RevocationURL    string     `json:"revocation_url,omitempty"`
+	RevocationReason string     `json:"revocation_reason,omitempty"`
+	RevokedAt        *time.Time `json:"revoked_at,omitempty"`
+	RevocationDetail string     `json:"revocation_detail,omitempty"`
 }
 
 type MalwareEvidence struct {
@@ -561,6 +578,17 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 		}
 		rep.evidence.Signature.NotaryRecord, rep.evidence.Signature.NotaryLookup = nc.record, nc.outcome
 	}
+	// Revocation: of a chain that verified (a signature only missing its
+	// notarisation still has one).
+	revoked := ""
+	if sig != nil && (err == nil || codesign.ReasonOf(err) == codesign.ReasonNotNotarized) {
+		if v := s.checkRevocation(ctx, sandbox, sig, rep.evidence.Signature); v.Fail {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			revoked = v.Detail
+		}
+	}
 	switch {
 	case err != nil:
 		r := codesign.ReasonOf(err)
@@ -568,7 +596,12 @@ func (s *Service) checkPackage(ctx context.Context, f io.ReaderAt, size int64, s
 			return err
 		}
 		rep.fail(string(r), false, "%s", err.Error())
+		if revoked != "" {
+			rep.fail(ReasonSignatureRevoked, false, "%s", revoked)
+		}
 	case sig == nil:
+	case revoked != "":
+		rep.fail(ReasonSignatureRevoked, false, "%s", revoked)
 	default:
 		if detail := BindSigner(sig, id, app.BundleID); detail != "" {
 			rep.fail(ReasonSignerMismatch, false, "%s", detail)

@@ -14,6 +14,7 @@ import (
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/gate/notary"
 	"github.com/xpromo/xpromo/server/gate/rdap"
+	"github.com/xpromo/xpromo/server/gate/revocation"
 	"github.com/xpromo/xpromo/server/gate/sandbox"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/jobs"
@@ -39,6 +40,10 @@ type GateConfig struct {
 	// records lookup, notary.DefaultURL, when empty); "off": none, only a
 	// stapled ticket counts.
 	NotaryURL string
+	// Revocation is "on" (the default when empty) or "off": whether the
+	// signer's chain is checked over OCSP and CRL (docs/gate.md,
+	// "Revocation").
+	Revocation string
 	// SMTP server that mails the contact challenges.
 	SMTP contact.SMTPConfig
 	// MaxDownloadBytes and DownloadTimeout bound a download (0: 1 GiB, 10
@@ -119,6 +124,18 @@ func gateService(cfg Config, store storage.Store, appsSvc *apps.Service) (*gate.
 		svc.Notary = &notary.Client{URL: g.NotaryURL, HTTP: outbound.New(outbound.Options{RequireHTTPS: live, TestOnlyAllowLoopback: g.AllowLoopback,
 			Timeout: 20 * time.Second, MaxResponseBytes: notary.MaxAnswerBytes + 1})}
 	}
+	switch g.Revocation {
+	case "", "on":
+		// OCSP and CRLs are served over plain http by design (RFC 5280,
+		// RFC 6960: their answers are signed, and an https fetch would
+		// itself need a revocation check): RequireHTTPS stays off here.
+		// server/outbound's address rules still hold.
+		svc.Revocation = &revocation.Client{Now: cfg.Now, HTTP: outbound.New(outbound.Options{TestOnlyAllowLoopback: g.AllowLoopback,
+			Timeout: 15 * time.Second, MaxResponseBytes: revocation.MaxCRLBytes + 1})}
+	case "off":
+	default:
+		return nil, fmt.Errorf("gate: --gate-revocation is on or off, not %q", g.Revocation)
+	}
 
 	var mailer contact.Mailer = noMailer{}
 	if g.SMTP.Host != "" {
@@ -148,6 +165,9 @@ func gateService(cfg Config, store storage.Store, appsSvc *apps.Service) (*gate.
 		svc.Scanner = sb.Scanner(svc.Scanner) // no clamd: its built-in EICAR matcher, for sandbox downloads only
 		svc.Domains = sb.Domains(svc.Domains)
 		svc.SandboxNotary = sb.Notary()
+		if svc.Revocation != nil {
+			svc.SandboxRevocation = sb.Revocation()
+		}
 		mailer = sb.Mailer(mailer, svc.Follow)
 	}
 

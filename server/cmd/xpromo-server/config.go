@@ -175,6 +175,7 @@ var settings = []setting{
 	{flag: "rdap-bootstrap-url", env: "XPROMO_RDAP_BOOTSTRAP_URL", def: "", usage: "where IANA's RDAP bootstrap file (dns.json) is fetched; empty: https://data.iana.org/rdap/dns.json", serveOnly: true},
 	{flag: "rdap-bootstrap-file", env: "XPROMO_RDAP_BOOTSTRAP_FILE", def: "", usage: "local copy of IANA's dns.json, read instead of fetching it", serveOnly: true},
 	{flag: "gate-notary-url", env: "XPROMO_GATE_NOTARY_URL", def: "", usage: "notarisation ticket lookup for macOS apps and .pkg files (Apple's CloudKit records lookup when empty); off: none, only a stapled ticket counts", serveOnly: true},
+	{flag: "gate-revocation", env: "XPROMO_GATE_REVOCATION", def: "on", usage: "revocation checking of a verified signer's chain: on (OCSP at the certificate's responder, else its CRL; an unreachable one passes with evidence saying so) or off", serveOnly: true},
 	{flag: "smtp-host", env: "XPROMO_SMTP_HOST", def: "", usage: "SMTP server mailing the contact challenges; empty: none is mailed (gate_mail_unavailable); required in live mode", serveOnly: true},
 	{flag: "smtp-port", env: "XPROMO_SMTP_PORT", def: "0", usage: "SMTP port; 0: 587, or 465 with --smtp-tls implicit", serveOnly: true},
 	{flag: "smtp-tls", env: "XPROMO_SMTP_TLS", def: "starttls", usage: "SMTP security: starttls (required), implicit (SMTPS), opportunistic or none", serveOnly: true},
@@ -490,6 +491,10 @@ func gateConfig(cfg *config, get func(string) string, source map[string]string) 
 	g.RootsFile, g.ClamdAddress = get("gate-roots-file"), get("clamd-address")
 	g.RDAPBaseURL, g.RDAPBootstrapURL, g.RDAPBootstrapFile = get("rdap-base-url"), get("rdap-bootstrap-url"), get("rdap-bootstrap-file")
 	g.NotaryURL = get("gate-notary-url")
+	g.Revocation = strings.ToLower(get("gate-revocation"))
+	if g.Revocation != "on" && g.Revocation != "off" {
+		return usagef("%s: %q is on or off", source["gate-revocation"], get("gate-revocation"))
+	}
 	g.SMTP = contact.SMTPConfig{Host: get("smtp-host"), TLS: contact.TLSMode(strings.ToLower(get("smtp-tls"))),
 		Username: get("smtp-username"), Password: get("smtp-password"), From: get("smtp-from")}
 	port, err := strconv.Atoi(get("smtp-port"))

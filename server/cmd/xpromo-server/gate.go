@@ -14,11 +14,12 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/gate"
 	"github.com/xpromo/xpromo/server/gate/notary"
+	"github.com/xpromo/xpromo/server/gate/revocation"
 	"github.com/xpromo/xpromo/server/outbound"
 )
 
 const gateUsage = `Usage:
-  xpromo-server gate inspect FILE [--bundle-id ID] [--platform mac|win] [--roots-file PEM] [--notary-url URL|off] [--json]
+  xpromo-server gate inspect FILE [--bundle-id ID] [--platform mac|win] [--roots-file PEM] [--notary-url URL|off] [--revocation on|off] [--json]
 
 Reads a local package with the vetting gate's own readers and verifiers and
 prints what the gate would record of it: format, identity, signer,
@@ -39,6 +40,7 @@ func (p *program) gateCommand(ctx context.Context, args []string) error {
 	platform := fs.String("platform", "", "the app's platform, mac or win (default: the package's)")
 	rootsFile := fs.String("roots-file", p.env("XPROMO_GATE_ROOTS_FILE"), "PEM file of the code-signing roots, as the server's --gate-roots-file (env XPROMO_GATE_ROOTS_FILE); none: every signature is gate_untrusted_signer")
 	notaryURL := fs.String("notary-url", p.env("XPROMO_GATE_NOTARY_URL"), "notarisation ticket lookup, as the server's --gate-notary-url (env XPROMO_GATE_NOTARY_URL; Apple's when empty); off: only a stapled ticket counts")
+	revocationMode := fs.String("revocation", "on", "revocation checking of the signer's chain, as the server's --gate-revocation: on or off")
 	asJSON := fs.Bool("json", false, "print the inspection as JSON")
 	// The file may come before or after the flags.
 	rest := args[1:]
@@ -70,7 +72,15 @@ func (p *program) gateCommand(ctx context.Context, args []string) error {
 	if *notaryURL != "off" {
 		lookup = &notary.Client{URL: *notaryURL, HTTP: outbound.New(outbound.Options{RequireHTTPS: true, Timeout: 20 * time.Second, MaxResponseBytes: notary.MaxAnswerBytes + 1})}
 	}
-	ins, err := gate.Inspect(ctx, file, gate.InspectOptions{BundleID: *bundleID, Platform: xpromo.Platform(*platform), Roots: roots, Notary: lookup, Now: p.now})
+	var checker gate.RevocationChecker
+	switch *revocationMode {
+	case "on":
+		checker = &revocation.Client{Now: p.now, HTTP: outbound.New(outbound.Options{Timeout: 15 * time.Second, MaxResponseBytes: revocation.MaxCRLBytes + 1})}
+	case "off":
+	default:
+		return &usageError{msg: "gate inspect: --revocation is on or off"}
+	}
+	ins, err := gate.Inspect(ctx, file, gate.InspectOptions{BundleID: *bundleID, Platform: xpromo.Platform(*platform), Roots: roots, Notary: lookup, Revocation: checker, Now: p.now})
 	if err != nil {
 		return err
 	}
@@ -125,6 +135,20 @@ func printInspection(w io.Writer, ins *gate.Inspection) {
 		}
 		if sg.Timestamp != nil {
 			fmt.Fprintf(w, "timestamp:  %s\n", sg.Timestamp.Format("2006-01-02T15:04:05Z07:00"))
+		}
+		if sg.RevocationStatus != "" {
+			fmt.Fprintf(w, "revocation: %s (%s", sg.RevocationStatus, sg.RevocationSource)
+			if sg.RevocationURL != "" {
+				fmt.Fprintf(w, " %s", sg.RevocationURL)
+			}
+			fmt.Fprint(w, ")")
+			if sg.RevokedAt != nil {
+				fmt.Fprintf(w, " %s at %s", sg.RevocationReason, sg.RevokedAt.Format("2006-01-02T15:04:05Z07:00"))
+			}
+			if sg.RevocationDetail != "" {
+				fmt.Fprintf(w, ": %s", sg.RevocationDetail)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	for _, c := range ins.Checks {

@@ -34,5 +34,5 @@ func (s *Sandbox) msixPackage(bundleID, name, variant string) (out []byte, err e
 	if variant == variantUnsigned {
 		return unsigned, nil
 	}
-	return fixture.SignMSIXWith(unsigned, s.pki.windows), nil
+	return fixture.SignMSIXWith(unsigned, s.pki.signersFor(variant).windows), nil
 }

@@ -44,11 +44,15 @@ const (
 	// leaf (a code-signing certificate, not an installer one):
 	// gate_untrusted_signer. Other formats: the good package.
 	variantWrongSigner = "wrongsigner"
+	// variantRevoked: every format, signed (and, for macOS, notarised) by
+	// a leaf the sandbox's OCSP responder and CRL report revoked
+	// (keyCompromise): gate_signature_revoked.
+	variantRevoked = "revoked"
 )
 
 func variantOf(hostOrURL string) string {
 	switch l := firstLabel(hostOrURL); l {
-	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing, variantWrongSigner:
+	case variantUnsigned, variantUnnotarized, variantInfected, variantMismatch, variantUnreadable, variantMissing, variantWrongSigner, variantRevoked:
 		return l
 	case variantBomb, variantAPFS:
 		return l
@@ -136,15 +140,17 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format stri
 // executable signed with the Developer ID-shaped leaf (Info.plist and
 // CodeResources bound, hardened runtime), and a stapled ticket.
 func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
-	files, err := s.macApp(bundleID, name, variant)
+	files, err := s.macApp(bundleID, name, variant, variant != variantUnnotarized)
 	if err != nil {
 		return nil, err
 	}
 	return zipOf(files)
 }
 
-// macApp is the files of the sandbox's <name>.app.
-func (s *Sandbox) macApp(bundleID, name, variant string) ([]zipFile, error) {
+// macApp is the files of the sandbox's <name>.app, signed unless the
+// variant is unsigned (by the variant's leaf), with a ticket stapled to it
+// when staple.
+func (s *Sandbox) macApp(bundleID, name, variant string, staple bool) ([]zipFile, error) {
 	info, err := plist.MarshalIndent(map[string]any{
 		"CFBundleIdentifier":            bundleID,
 		"CFBundleExecutable":            name,
@@ -168,11 +174,11 @@ func (s *Sandbox) macApp(bundleID, name, variant string) ([]zipFile, error) {
 	app := name + ".app/Contents/"
 	files := []zipFile{{name: app + "Info.plist", data: info}}
 	if variant != variantUnsigned {
-		if exe, err = signMachO(exe, s.pki.developer, info); err != nil {
+		if exe, err = signMachO(exe, s.pki.signersFor(variant).developer, info); err != nil {
 			return nil, err
 		}
 		files = append(files, zipFile{name: app + "_CodeSignature/CodeResources", data: codeResources})
-		if variant != variantUnnotarized {
+		if staple {
 			files = append(files, zipFile{name: app + "CodeResources", data: ticket})
 		}
 	}
@@ -201,7 +207,7 @@ func (s *Sandbox) windowsPackage(bundleID, name, variant string) ([]byte, error)
 	if variant == variantUnsigned {
 		return exe, nil
 	}
-	return signPE(exe, s.pki.windows)
+	return signPE(exe, s.pki.signersFor(variant).windows)
 }
 
 // formatMSI: a Windows download_url whose path ends in .msi gets an MSI.
@@ -241,10 +247,11 @@ func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 		copy(nx[32:], "NXSB")
 		return fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_APFS : 1)", Data: nx}), nil
 	}
-	files, err := s.macApp(bundleID, name, variantUnnotarized) // the ticket goes on the image
-	if variant == variantUnsigned {
-		files, err = s.macApp(bundleID, name, variant)
+	appVariant := variantUnnotarized // the ticket goes on the image
+	if variant == variantUnsigned || variant == variantRevoked {
+		appVariant = variant // unsigned, or signed by the revoked leaf
 	}
+	files, err := s.macApp(bundleID, name, appVariant, false)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +282,7 @@ func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 	case variantUnnotarized:
 		return fixture.SignDMGWith(img, s.pki.developer, nil), nil
 	}
-	return fixture.SignDMGWith(img, s.pki.developer, ticket), nil
+	return fixture.SignDMGWith(img, s.pki.signersFor(variant).developer, ticket), nil
 }
 
 // msiPackage is an MSI database whose ProductName is the bundle id and
@@ -303,7 +310,7 @@ func (s *Sandbox) msiPackage(bundleID, name, variant string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: digesting the MSI: %w", err)
 	}
-	sig, err := authenticode.SignMSIImprint(context.Background(), digest, crypto.SHA256, s.pki.windows, &authenticode.OpusParams{Description: name + " (xpromo sandbox test package)"})
+	sig, err := authenticode.SignMSIImprint(context.Background(), digest, crypto.SHA256, s.pki.signersFor(variant).windows, &authenticode.OpusParams{Description: name + " (xpromo sandbox test package)"})
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: signing the MSI: %w", err)
 	}

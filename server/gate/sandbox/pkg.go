@@ -42,6 +42,7 @@ func installerLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, notBefore,
 		BasicConstraintsValid: true,
 		ExtraExtensions:       []pkix.Extension{{Id: oidDeveloperIDInstaller, Critical: true, Value: []byte{0x05, 0x00}}},
 	}
+	withRevocationURLs(t, true)
 	c, err := create(t, root, key, rootKey)
 	if err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func (s *Sandbox) pkgPackage(bundleID, name, variant string) (out []byte, err er
 	case variantWrongSigner:
 		return pkgread.StapleXAR(fixture.SignPKGWith(pkg, s.pki.developer), ticket), nil
 	}
-	signed := fixture.SignPKGWith(pkg, s.pki.installer)
+	signed := fixture.SignPKGWith(pkg, s.pki.signersFor(variant).installer)
 	if variant == variantUnnotarized {
 		return signed, nil
 	}
