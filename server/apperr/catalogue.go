@@ -166,6 +166,11 @@ const (
 	GatePackageAPFSUnsupported        = "gate_package_apfs_unsupported"
 )
 
+// Vetting gate, revocation (docs/gate.md, "Revocation").
+const (
+	GateSignatureRevoked = "gate_signature_revoked"
+)
+
 // The dashboard's sign-in (server/dashboard).
 const (
 	SignInLinkInvalid = "sign_in_link_invalid"
@@ -328,6 +333,7 @@ func init() {
 	def(GatePackageAPFSUnsupported, 422, "A vetting-gate reason, not an error response: the `.dmg` holds an APFS volume, which the gate does not read yet; build the image with an HFS+ filesystem (`hdiutil create -fs HFS+`, electron-builder's default) (docs/gate.md, `.dmg`).")
 	def(SignInLinkInvalid, 401, "A dashboard sign-in link was used already, has expired (links last 5 minutes) or never existed; mint a new one (`xpromo dashboard`, POST /v1/dashboard/sign-in-links).")
 	def(SignInFailed, 401, "The dashboard's sign-in form got neither a valid API key nor this server's admin token.")
+	def(GateSignatureRevoked, 422, "A vetting-gate reason (in `Score.reasons`, a gate job's `result` and `xpromo-server gate inspect`), not an error response: the package's signature verifies, but a certificate of its chain is revoked (OCSP or CRL) and the revocation rule rejects it — revoked for key compromise or with no reason given, or for another reason with no trusted timestamp before the revocation; sign again with a certificate that is not revoked (docs/gate.md, Revocation).")
 }
 
 // Known reports whether code is in the catalogue.

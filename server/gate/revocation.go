@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 
+	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/gate/codesign"
 	"github.com/xpromo/xpromo/server/gate/revocation"
 )
@@ -13,7 +14,7 @@ import (
 // says the signature is not trusted: revoked for key compromise or no
 // given reason, or for another reason with no trusted timestamp older than
 // the revocation.
-const ReasonSignatureRevoked = "gate_signature_revoked"
+const ReasonSignatureRevoked = apperr.GateSignatureRevoked
 
 // RevocationChecker asks OCSP responders and CRL distribution points about
 // a chain (revocation.Client).
