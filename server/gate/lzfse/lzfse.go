@@ -177,10 +177,27 @@ func Decode(dst, src []byte) (int, error) {
 			if int64(h.literalPayload)+int64(h.lmdPayload) > int64(len(src)-in) {
 				return out, corrupt("a block's payload runs past the input")
 			}
+			// A block decodes to exactly the bytes its header declares (as
+			// 7-Zip also requires); literals and triples that could not fit
+			// in them are refused before any work, so a stream of empty
+			// blocks costs no more than its bytes.
+			raw := int64(h.rawBytes)
+			if raw > int64(len(dst)-out) {
+				return out, ErrOutputFull
+			}
+			if int64(h.literals) > raw+3 || int64(h.matches) > raw+1 {
+				return out, corrupt("a block declares more literals or matches than its output")
+			}
 			litEnd := in + int(h.literalPayload)
-			n, err := dec.block(&h, dst, out, src[:litEnd], src[litEnd:litEnd+int(h.lmdPayload)])
+			n, err := dec.block(&h, dst[:out+int(raw)], out, src[:litEnd], src[litEnd:litEnd+int(h.lmdPayload)])
+			if err == ErrOutputFull {
+				err = corrupt("a block decodes past its declared size")
+			}
 			if err != nil {
 				return out, err
+			}
+			if n != out+int(raw) {
+				return out, corrupt("a block decodes to fewer bytes than it declares")
 			}
 			out, in = n, litEnd+int(h.lmdPayload)
 		default:
@@ -202,8 +219,8 @@ func (h *header) parseV1(b []byte) error {
 	}
 	le := binary.LittleEndian
 	h.rawBytes = le.Uint32(b[4:])
-	// b[8:12] is the payload size, the sum of the next two... and a value
-	// the reference decoder does not use either.
+	// b[8:12] is the payload size, the sum of the two below, which the
+	// reference decoder does not use either.
 	h.literals, h.matches = le.Uint32(b[12:]), le.Uint32(b[16:])
 	h.literalPayload, h.lmdPayload = le.Uint32(b[20:]), le.Uint32(b[24:])
 	lb, mb := int32(le.Uint32(b[28:])), int32(le.Uint32(b[40:]))
