@@ -21,14 +21,19 @@ import (
 // a UDZO image whose volume holds the app and a payload, 90% random bytes
 // (zlib chunks, stored as they are) and 10% zeros (zero chunks). It reports the peak heap above the
 // baseline while gating (sampled every millisecond), which should not grow
-// with the image: only the chunks a read touches are decoded.
+// with the image: only the chunks a read touches are decoded. The ULFO and
+// ULMO variants are the same volume with every chunk LZFSE (the fixture's
+// encoder) or LZMA (an xz stream) — zeros included, as hdiutil writes them.
 func BenchmarkGateDMG(b *testing.B) {
 	for _, size := range []struct {
 		name  string
 		bytes int
-	}{{"30MB", 30 << 20}, {"300MB", 300 << 20}} {
+		chunk uint32
+	}{{"30MB", 30 << 20, 0}, {"300MB", 300 << 20, 0},
+		{"ULFO-30MB", 30 << 20, fixture.ChunkLZFSE}, {"ULFO-300MB", 300 << 20, fixture.ChunkLZFSE},
+		{"ULMO-30MB", 30 << 20, fixture.ChunkLZMA}, {"ULMO-300MB", 300 << 20, fixture.ChunkLZMA}} {
 		b.Run(size.name, func(b *testing.B) {
-			path := buildBenchDMG(b, size.bytes)
+			path := buildBenchDMG(b, size.bytes, size.chunk)
 			st, err := os.Stat(path)
 			if err != nil {
 				b.Fatal(err)
@@ -66,11 +71,11 @@ func BenchmarkGateDMG(b *testing.B) {
 	}
 }
 
-func buildBenchDMG(b *testing.B, size int) string {
+func buildBenchDMG(b *testing.B, size int, chunk uint32) string {
 	b.Helper()
 	payload := make([]byte, size*9/10)
 	rand.New(rand.NewSource(1)).Read(payload)
-	img := gatetest.DMG("com.snip.app", gatetest.AppOptions{Signer: gatetest.Certs().DevID, Notarized: true},
+	img := gatetest.DMGChunks("com.snip.app", gatetest.AppOptions{Signer: gatetest.Certs().DevID, Notarized: true}, chunk,
 		fixture.HFSFile{Name: "Hello.app/Contents/Resources/payload.bin", Data: payload},
 		fixture.HFSFile{Name: "Hello.app/Contents/Resources/zeros.bin", Data: make([]byte, size-size*9/10)})
 	path := filepath.Join(b.TempDir(), "bench.dmg")

@@ -14,16 +14,24 @@ import (
 )
 
 // A .dmg holding a signed app on an HFS+ volume, notarised on the image,
-// goes through the zipped app's checks to approved.
+// goes through the zipped app's checks to approved: an UDZO (zlib), ULFO
+// (LZFSE) or ULMO (LZMA) image, or one in a zip.
 func TestGateApprovesASignedDMG(t *testing.T) {
-	for _, format := range []string{"dmg", "zip around a dmg"} {
+	for _, format := range []string{"dmg", "zip around a dmg", "ULFO dmg", "ULMO dmg"} {
 		t.Run(format, func(t *testing.T) { approvesSignedDMG(t, format) })
 	}
 }
 
 func approvesSignedDMG(t *testing.T, format string) {
 	sandboxWorlds(t, func(t *testing.T, w *world) {
-		pkg := gatetest.DMG("com.snip.app", gatetest.AppOptions{Signer: gatetest.Certs().DevID, Notarized: true})
+		chunk, chunks := uint32(0), []string{"zlib", "ignore"}
+		switch format {
+		case "ULFO dmg":
+			chunk, chunks = fixture.ChunkLZFSE, []string{"lzfse"}
+		case "ULMO dmg":
+			chunk, chunks = fixture.ChunkLZMA, []string{"lzma"}
+		}
+		pkg := gatetest.DMGChunks("com.snip.app", gatetest.AppOptions{Signer: gatetest.Certs().DevID, Notarized: true}, chunk)
 		container := ""
 		if format == "zip around a dmg" {
 			pkg, container = fixture.Zip(fixture.File{Name: "Snip-1.0.dmg", Data: pkg}), "zip:Snip-1.0.dmg"
@@ -44,6 +52,7 @@ func approvesSignedDMG(t *testing.T, format string) {
 		require.NotNil(t, res.Evidence.Package.DiskImage)
 		assert.Equal(t, "hfs+", res.Evidence.Package.DiskImage.Filesystem)
 		assert.Equal(t, "Hello.app", res.Evidence.Package.DiskImage.AppPath)
+		assert.Subset(t, chunks, res.Evidence.Package.DiskImage.Chunks)
 		assert.True(t, res.Evidence.Package.DiskImage.Signed)
 		assert.True(t, res.Evidence.Package.DiskImage.NotaryTicket)
 		assert.True(t, res.Evidence.Package.DiskImage.SignatureVerified)

@@ -405,6 +405,13 @@ func App(bundleID string, o AppOptions) []byte {
 // signature, as stapler does for a .dmg.
 // extra are further files of the volume.
 func DMG(bundleID string, o AppOptions, extra ...fixture.HFSFile) []byte {
+	return DMGChunks(bundleID, o, 0, extra...)
+}
+
+// DMGChunks is DMG with every chunk of the volume of the given type
+// (fixture.ChunkLZFSE: an ULFO image; fixture.ChunkLZMA: ULMO); 0 means
+// hdiutil's UDZO (zlib, zero chunks for zeros).
+func DMGChunks(bundleID string, o AppOptions, chunk uint32, extra ...fixture.HFSFile) []byte {
 	z := App(bundleID, AppOptions{Signer: o.Signer, Extra: o.Extra})
 	zr, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
 	if err != nil {
@@ -423,7 +430,11 @@ func DMG(bundleID string, o AppOptions, extra ...fixture.HFSFile) []byte {
 		}
 		vol = append(vol, fixture.HFSFile{Name: f.Name, Data: b, Mode: uint16(0o100000 | f.Mode().Perm())})
 	}
-	img := fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", append(vol, extra...)...)})
+	part := fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: fixture.HFSPlus("Hello", append(vol, extra...)...)}
+	if chunk != 0 {
+		part.Chunk = func(int, []byte) uint32 { return chunk }
+	}
+	img := fixture.UDIF(nil, part)
 	if o.Signer == nil {
 		return img
 	}

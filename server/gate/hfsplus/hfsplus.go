@@ -12,8 +12,11 @@
 // inside the device. Transparently compressed files (decmpfs, the
 // com.apple.decmpfs attribute of the attributes B-tree) are read when
 // zlib-compressed, inline or in the resource fork (decmpfs.go); LZVN/LZFSE
-// ones are ReasonUnsupportedCompression. Hard links and symbolic links are
-// listed but not read (fs.ErrInvalid).
+// ones are ReasonUnsupportedCompression. Hard links, of files ("hlnk"
+// records naming an iNode file of the private "\x00\x00\x00\x00HFS+ Private
+// Data" folder) and of folders ("fdrp" records naming a dir_ folder of
+// ".HFS+ Private Directory Data\r"), read as their targets, one hop at most;
+// symbolic links are listed but not read (fs.ErrInvalid).
 package hfsplus
 
 import (
@@ -109,7 +112,14 @@ type Volume struct {
 
 	mu        sync.Mutex
 	nodeReads int
+	// inodes are the children of the two private folders holding hard
+	// links' targets (file links, then folder links), listed once.
+	inodes [2]map[string]*entry
 }
+
+// The private folders of hard links' targets: a file hard link names
+// "iNode<n>" in the first, a folder hard link "dir_<n>" in the second.
+var privateFolders = [2]string{"\x00\x00\x00\x00HFS+ Private Data", ".HFS+ Private Directory Data\r"}
 
 type extent struct{ start, count uint32 }
 
@@ -514,7 +524,9 @@ type entry struct {
 	modTime  uint32
 	data     forkData
 	rsrc     forkData
-	hardLink bool
+	hardLink bool // a file hard link ("hlnk", "hfs+") or a folder one ("fdrp", "MACS")
+	dirLink  bool
+	inode    uint32 // a hard link's target number
 }
 
 func decodeName(b []byte) (string, bool) {
@@ -560,7 +572,13 @@ func parseEntry(parent uint32, name string, data []byte) (*entry, bool) {
 		}
 		e.data = parseFork(data[88:])
 		e.rsrc = parseFork(data[168:])
-		e.hardLink = string(data[48:56]) == "hlnkhfs+"
+		switch string(data[48:56]) {
+		case "hlnkhfs+":
+			e.hardLink = true
+		case "fdrpMACS":
+			e.hardLink, e.dirLink = true, true
+		}
+		e.inode = be.Uint32(data[44:])
 	default:
 		return nil, false // a thread record
 	}
@@ -661,9 +679,61 @@ func (v *Volume) lookup(name string) (*entry, error) {
 		if hit == nil {
 			return nil, fs.ErrNotExist
 		}
-		cur = hit
+		if cur, err = v.resolve(hit); err != nil {
+			return nil, err
+		}
 	}
 	return cur, nil
+}
+
+// resolve returns a hard link's target, under the link's name (any other
+// entry as it is). The target must not be a link itself: one hop, so links
+// cannot loop. A path's lookup resolves each of its parts once, so even
+// folder links to an ancestor cannot make it loop (a caller walking the
+// whole tree must bound its depth: HFS+ forbids such links, a hostile image
+// need not).
+func (v *Volume) resolve(e *entry) (*entry, error) {
+	if !e.hardLink {
+		return e, nil
+	}
+	kind, name := 0, fmt.Sprintf("iNode%d", e.inode)
+	if e.dirLink {
+		kind, name = 1, fmt.Sprintf("dir_%d", e.inode)
+	}
+	v.mu.Lock()
+	inodes := v.inodes[kind]
+	v.mu.Unlock()
+	if inodes == nil {
+		inodes = map[string]*entry{}
+		root, err := v.children(rootFolderID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range root {
+			if r.folder && r.name == privateFolders[kind] {
+				kids, err := v.children(r.id)
+				if err != nil {
+					return nil, err
+				}
+				for _, k := range kids {
+					inodes[k.name] = k
+				}
+			}
+		}
+		v.mu.Lock()
+		v.inodes[kind] = inodes
+		v.mu.Unlock()
+	}
+	t := inodes[name]
+	if t == nil {
+		return nil, fail(ReasonUnreadable, "hard link %q: its target %s is missing", e.name, name)
+	}
+	if t.hardLink || t.folder != e.dirLink {
+		return nil, fail(ReasonUnreadable, "hard link %q: its target %s is a link or of another kind", e.name, name)
+	}
+	r := *t
+	r.name, r.parent = e.name, e.parent
+	return &r, nil
 }
 
 // Open implements fs.FS.
@@ -763,6 +833,9 @@ func (f *File) ReadDir(n int) ([]fs.DirEntry, error) {
 		}
 		sort.Slice(kids, func(i, j int) bool { return kids[i].name < kids[j].name })
 		for _, k := range kids {
+			if r, err := f.v.resolve(k); err == nil {
+				k = r // a link whose target is missing lists as a link
+			}
 			f.dir = append(f.dir, fs.FileInfoToDirEntry(info{k, int64(k.data.size)}))
 		}
 		f.read = true

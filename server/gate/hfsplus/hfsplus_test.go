@@ -319,3 +319,51 @@ func FuzzHFSPlus(f *testing.F) {
 		})
 	})
 }
+
+// Hard links read as their targets: a file link names an iNode file of the
+// private data folder, a folder link a dir_ folder of the private directory
+// folder; a missing target, or a link to a link, is unreadable.
+func TestHardLinks(t *testing.T) {
+	exe := bytes.Repeat([]byte("executable "), 500)
+	const files, dirs = "\x00\x00\x00\x00HFS+ Private Data/", ".HFS+ Private Directory Data\r/"
+	img := fixture.HFSPlus("Links",
+		fixture.HFSFile{Name: "Hello.app/Contents/MacOS/Hello", HardLink: 41, Mode: 0o100755},
+		fixture.HFSFile{Name: "Other.app/Contents/MacOS/Hello", HardLink: 41, Mode: 0o100755},
+		fixture.HFSFile{Name: files + "iNode41", Data: exe, Mode: 0o100755},
+		fixture.HFSFile{Name: "Hello.app/Contents/Frameworks", HardLink: 7, DirLink: true},
+		fixture.HFSFile{Name: dirs + "dir_7/Kit.framework/Kit", Data: []byte("kit")},
+		fixture.HFSFile{Name: "missing", HardLink: 99},
+		fixture.HFSFile{Name: "loop", HardLink: 42},
+		fixture.HFSFile{Name: files + "iNode42", HardLink: 41},
+	)
+	v := openVolume(t, img)
+	for _, p := range []string{"Hello.app/Contents/MacOS/Hello", "Other.app/Contents/MacOS/Hello"} {
+		b, err := fs.ReadFile(v, p)
+		if err != nil || !bytes.Equal(b, exe) {
+			t.Fatalf("%s: %v (%d bytes)", p, err, len(b))
+		}
+	}
+	if b, err := fs.ReadFile(v, "Hello.app/Contents/Frameworks/Kit.framework/Kit"); err != nil || string(b) != "kit" {
+		t.Fatalf("through a folder hard link: %q, %v", b, err)
+	}
+	des, err := fs.ReadDir(v, "Hello.app/Contents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range des {
+		if d.Name() == "Frameworks" && !d.IsDir() || d.Name() == "MacOS" && !d.IsDir() {
+			t.Fatalf("%s lists as %v", d.Name(), d.Type())
+		}
+	}
+	fi, err := fs.Stat(v, "Hello.app/Contents/MacOS/Hello")
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(exe)) || fi.Name() != "Hello" {
+		t.Fatalf("Stat = %v, %v", fi, err)
+	}
+	for _, p := range []string{"missing", "loop"} {
+		_, err := fs.ReadFile(v, p)
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ReasonUnreadable {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 
 const (
 	// ReasonUnsupportedCompression: a .dmg whose chunks the gate must read
-	// are LZFSE or LZMA, or a file it reads is transparently compressed.
+	// are of an unknown type, or a file it reads is transparently
+	// compressed with LZVN/LZFSE.
 	ReasonUnsupportedCompression Reason = apperr.GatePackageUnsupportedCompression
 	// ReasonAPFSUnsupported: the .dmg holds an APFS volume and no HFS+ one.
 	ReasonAPFSUnsupported Reason = apperr.GatePackageAPFSUnsupported

@@ -60,9 +60,9 @@ func TestDMGWithAPFS(t *testing.T) {
 	}
 }
 
-func TestDMGWithLZFSEChunks(t *testing.T) {
+func TestDMGWithUnknownChunks(t *testing.T) {
 	img := fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_HFS : 0)", Data: helloVolume("", "a.b"),
-		Chunk: func(int, []byte) uint32 { return fixture.ChunkLZFSE }})
+		Chunk: func(int, []byte) uint32 { return fixture.ChunkUnknown }})
 	_, err := read(t, img)
 	// The partition cannot even be probed: the reason names the chunks.
 	wantReason(t, err, ReasonUnsupportedCompression)

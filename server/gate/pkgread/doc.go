@@ -31,8 +31,9 @@
 //     stapled notarisation ticket; then the HFS+ partition
 //     (server/gate/hfsplus) and the shallowest X.app/Contents/Info.plist at
 //     the volume's root or one folder down, read as for a zip. Chunks are
-//     decoded on demand (raw, zero, zlib, bzip2, ADC); LZFSE/LZMA chunks are
-//     ReasonUnsupportedCompression, an APFS volume ReasonAPFSUnsupported.
+//     decoded on demand (raw, zero, zlib, bzip2, ADC, LZFSE/LZVN, LZMA); an
+//     unknown chunk type is ReasonUnsupportedCompression, an APFS volume
+//     ReasonAPFSUnsupported.
 //     OpenDMG also returns the volume, for the signature check.
 //   - a bare Mach-O (thin or universal): the embedded __TEXT,__info_plist.
 //

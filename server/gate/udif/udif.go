@@ -5,8 +5,9 @@
 // decoded chunks in a small cache, so a 1 GB image is never held in memory.
 //
 // Chunk types read: raw, zero-fill and ignore (zeros), zlib (UDZO), bzip2
-// (UDBZ) and ADC (UDCO). LZFSE (ULFO) and LZMA (ULMO) chunks are refused
-// with ReasonUnsupportedCompression when a read reaches them.
+// (UDBZ), ADC (UDCO), LZFSE/LZVN (ULFO, server/gate/lzfse) and LZMA (ULMO:
+// an xz stream, xz.go). An unknown chunk type is refused with
+// ReasonUnsupportedCompression when a read reaches it.
 //
 // Every number in an image is hostile: the chunk count, each chunk's
 // decoded size and its expansion ratio, the partition's size and the total
@@ -26,6 +27,7 @@ import (
 	"howett.net/plist"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/gate/lzfse"
 )
 
 // Reason codes (server/apperr, docs/errors.md).
@@ -462,8 +464,20 @@ func (p *Partition) decode(c chunk, dst []byte) error {
 			return fail(ReasonUnreadable, err, "partition %q: ADC chunk at sector %d decodes to %d of %d bytes", p.Name, c.sector, n, len(dst))
 		}
 		return nil
-	case chunkLZFSE, chunkLZMA:
-		return fail(ReasonUnsupportedCompression, nil, "partition %q uses %s chunks (an ULFO/ULMO image), which the gate does not decode; build the image as UDZO (zlib) or UDBZ (bzip2)", p.Name, ChunkTypeName(c.typ))
+	case chunkLZFSE:
+		src := make([]byte, c.length)
+		if _, err := io.ReadFull(stored, src); err != nil {
+			return fail(ReasonUnreadable, err, "partition %q: reading LZFSE chunk at sector %d", p.Name, c.sector)
+		}
+		if n, err := lzfse.Decode(dst, src); err != nil || n != len(dst) {
+			return fail(ReasonUnreadable, err, "partition %q: LZFSE chunk at sector %d decodes to %d of %d bytes", p.Name, c.sector, n, len(dst))
+		}
+		return nil
+	case chunkLZMA:
+		if err := decodeXZ(dst, stored); err != nil {
+			return fail(ReasonUnreadable, err, "partition %q: lzma chunk at sector %d", p.Name, c.sector)
+		}
+		return nil
 	default:
 		return fail(ReasonUnsupportedCompression, nil, "partition %q: unknown chunk type %s", p.Name, ChunkTypeName(c.typ))
 	}
