@@ -49,6 +49,9 @@ type Config struct {
 	// BodyReaders is how many requests may send a body at once (bodyGate;
 	// the rest are answered 503); 0 means DefaultBodyReaders.
 	BodyReaders int
+	// Gauges, when set, serves the store's backlogs on /metrics
+	// (GaugeCollector).
+	Gauges *GaugeCollector
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -98,6 +101,9 @@ func New(cfg Config) *Server {
 	}
 	s.bodySlots = make(chan struct{}, cfg.BodyReaders)
 	s.metrics = newMetrics(s.registry)
+	if cfg.Gauges != nil {
+		register(s.registry, cfg.Gauges) // a second server on the registry shares the first one's
+	}
 
 	r := chi.NewRouter()
 	// Order matters: the request id must exist before anything logs; the

@@ -22,6 +22,7 @@ import (
 	"github.com/xpromo/xpromo/server/complaints"
 	"github.com/xpromo/xpromo/server/dashboard/session"
 	"github.com/xpromo/xpromo/server/gate/contact"
+	"github.com/xpromo/xpromo/server/gauges"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/jobs"
 	"github.com/xpromo/xpromo/server/ledger"
@@ -51,6 +52,7 @@ type Tx interface {
 	testmode.Tx
 	retention.Tx
 	session.Tx
+	gauges.Tx
 }
 
 // Store is a database: SQLite or PostgreSQL.

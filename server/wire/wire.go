@@ -217,7 +217,7 @@ func Build(cfg Config, store storage.Store) (*Server, error) {
 	// to that MCP session (logging/setLevel, docs/mcp.md).
 	apiLog := slog.New(mcpserver.ForwardLogs(cfg.Logger.Handler()))
 	srv := httpapi.New(httpapi.Config{Store: store, Logger: apiLog, Now: cfg.Now, Registry: cfg.Registry, Mode: cfg.Mode,
-		BodyReaders: cfg.BodyReaders})
+		BodyReaders: cfg.BodyReaders, Gauges: gaugeCollector(cfg, store, wall)})
 	svc := httpapi.Services{
 		AdminToken:     cfg.AdminToken,
 		Guide:          guide.Markdown,
