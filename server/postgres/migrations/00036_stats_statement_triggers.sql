@@ -16,8 +16,10 @@
 --     sum, and rollup rows whose sum is all zero are not written (the row
 --     trigger did not write them either: it skipped unchanged parts).
 --
--- Every rollup upsert is sent in key order, so two statements that touch
--- the same rollup rows lock them in the same order.
+-- Every rollup upsert writes its rows in one order: stats_daily's
+-- advertiser rows before its publisher rows (as 00032 and the fill counts'
+-- row trigger do, docs/stats.md "Cost on the write path"), then by app,
+-- day and campaign; the other rollups in key order.
 --
 -- A chain's facts, as a chain update moves them: s is +1 for the row as it
 -- is now, −1 for the row as it was.
@@ -75,7 +77,7 @@ BEGIN
     GROUP BY d.app_id, d.side, d.campaign_id, d.day
     HAVING sum(d.clicks) <> 0 OR sum(d.installs) <> 0 OR sum(d.activated) <> 0 OR sum(d.cleared) <> 0
         OR sum(d.refunded) <> 0 OR sum(d.rejected) <> 0 OR sum(d.chains) <> 0 OR sum(d.chains_fraud) <> 0
-    ORDER BY d.app_id, d.side, d.day, d.campaign_id
+    ORDER BY d.side, d.app_id, d.day, d.campaign_id
     ON CONFLICT (app_id, side, day, campaign_id) DO UPDATE SET
         clicks = t.clicks + excluded.clicks, installs = t.installs + excluded.installs,
         activated = t.activated + excluded.activated, cleared = t.cleared + excluded.cleared,
@@ -190,7 +192,7 @@ BEGIN
         coalesce(-sum(l.amount) FILTER (WHERE l.type = 'charge'), 0), coalesce(sum(l.amount) FILTER (WHERE l.type <> 'charge'), 0)
     FROM new_lines l LEFT JOIN chains c ON c.id = l.chain_id
     WHERE l.type IN ('charge', 'earn', 'clawback') AND l.chain_id IS NOT NULL AND l.account_id LIKE 'wallet:%'
-    GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 4, 3
+    GROUP BY 1, 2, 3, 4 ORDER BY 2, 1, 4, 3
     ON CONFLICT (app_id, side, day, campaign_id) DO UPDATE SET spend_cents = t.spend_cents + excluded.spend_cents,
         earned_cents = t.earned_cents + excluded.earned_cents;
     RETURN NULL;
