@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Violation is one broken invariant found by Verify.
@@ -20,6 +21,31 @@ func (v Violation) String() string { return fmt.Sprintf("%s %s: %s", v.Check, v.
 type Report struct {
 	Accounts, Lines, Operations, Holds int
 	Violations                         []Violation
+	// BackInTime are the accounts whose lines go back in time: a line dated
+	// before the line ahead of it in sequence order. Since migration 00034
+	// a posting is never dated before its accounts' last lines
+	// (Account.LastAt), so only lines written before it can be out of
+	// order. It is not a violation (the money is right, and an append-only
+	// ledger cannot re-date them), but a ledger page of such an account
+	// from or to a date may omit lines (docs/ledger.md, "Lines written
+	// before the time order").
+	BackInTime []BackInTime
+}
+
+// BackInTime is an account whose lines go back in time: how many lines are
+// dated before the line ahead of them, and the first such line.
+type BackInTime struct {
+	Account   string
+	Lines     int
+	FirstLine string
+	FirstSeq  int64
+	At        time.Time // the first such line's time
+	PrevAt    time.Time // the time of the line ahead of it, later than At
+}
+
+func (b BackInTime) String() string {
+	return fmt.Sprintf("%s: %d line(s) dated before the line ahead of them, the first %s (seq %d) at %s after %s",
+		b.Account, b.Lines, b.FirstLine, b.FirstSeq, b.At.UTC().Format(time.RFC3339Nano), b.PrevAt.UTC().Format(time.RFC3339Nano))
 }
 
 // OK reports whether no invariant was violated.
@@ -41,6 +67,9 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 //   - each payout's clearing account holds only `payout` lines: a positive
 //     reservation, then at most one line that empties it (settled or
 //     returned), never more, never below zero.
+//
+// It also lists the accounts whose lines go back in time (Report.BackInTime:
+// lines written before migration 00034; not a violation).
 //
 // It reads everything, so it is an operator's command, not a request path.
 func Verify(ctx context.Context, r Reader) (Report, error) {
@@ -73,6 +102,13 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 		opSums[l.OperationID] += l.Amount
 		if l.Account != cur.Account {
 			cur = Line{Account: l.Account, Hash: GenesisHash}
+		}
+		if l.Seq > 1 && l.CreatedAt.Before(cur.CreatedAt) {
+			if n := len(rep.BackInTime); n > 0 && rep.BackInTime[n-1].Account == l.Account {
+				rep.BackInTime[n-1].Lines++
+			} else {
+				rep.BackInTime = append(rep.BackInTime, BackInTime{Account: l.Account, Lines: 1, FirstLine: l.ID, FirstSeq: l.Seq, At: l.CreatedAt, PrevAt: cur.CreatedAt})
+			}
 		}
 		if l.Seq != cur.Seq+1 {
 			bad("sequence", l.Account, "line %s has seq %d after seq %d", l.ID, l.Seq, cur.Seq)
