@@ -41,7 +41,11 @@ type ClusterConfig struct {
 	// Dir is created under /dev/shm (tmpfs): the etcd and PostgreSQL
 	// data, the configurations and logs.
 	Dir string
-	Out io.Writer
+	// Netns puts each node in its own network namespace (netns.go), for
+	// the partition fault; needs root. Otherwise every node is on
+	// 127.0.0.1.
+	Netns bool
+	Out   io.Writer
 }
 
 // Cluster is one etcd, three Patroni nodes and haproxy, on loopback.
@@ -61,6 +65,10 @@ type Node struct {
 	Name    string
 	PGPort  int
 	APIPort int
+	// Host is the node's address: 127.0.0.1, or 10.231.0.1N in its
+	// network namespace Netns.
+	Host    string
+	Netns   string
 	dir     string
 	patroni *proc
 }
@@ -168,9 +176,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 		gid, _ := strconv.Atoi(u.Gid)
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
+	if cfg.Netns {
+		if err := setupNetwork(nodeCount); err != nil {
+			return c, fmt.Errorf("the nodes' network namespaces: %w", err)
+		}
+	}
 	etcdDir := filepath.Join(cfg.Dir, "etcd")
-	client := fmt.Sprintf("http://127.0.0.1:%d", cfg.BasePort+etcdClientOffset)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", cfg.BasePort+etcdPeerOffset)
+	client := fmt.Sprintf("http://%s:%d", c.etcdHost(), cfg.BasePort+etcdClientOffset)
+	peer := fmt.Sprintf("http://%s:%d", c.etcdHost(), cfg.BasePort+etcdPeerOffset)
 	c.etcd, err = startProc("etcd", []string{
 		"--name", "e1", "--data-dir", etcdDir,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
@@ -187,12 +200,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 			Name:    fmt.Sprintf("pg%d", i+1),
 			PGPort:  cfg.BasePort + pgOffset + i,
 			APIPort: cfg.BasePort + restOffset + i,
+			Host:    "127.0.0.1",
+		}
+		if cfg.Netns {
+			n.Host, n.Netns = nodeAddr(i), nodeNetns(i)
 		}
 		n.dir = filepath.Join(cfg.Dir, n.Name)
 		if err := os.MkdirAll(n.dir, 0o700); err != nil {
 			return c, err
 		}
-		if err := os.WriteFile(n.configPath(), []byte(patroniConfig(cfg, n)), 0o600); err != nil {
+		if err := os.WriteFile(n.configPath(), []byte(patroniConfig(cfg, c.etcdHost(), n)), 0o600); err != nil {
 			return c, err
 		}
 		if c.cred != nil {
@@ -238,16 +255,34 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 
 func (n *Node) configPath() string { return filepath.Join(n.dir, "patroni.yml") }
 func (n *Node) dataDir() string    { return filepath.Join(n.dir, "data") }
-func (n *Node) restURL() string    { return fmt.Sprintf("http://127.0.0.1:%d", n.APIPort) }
+func (n *Node) restURL() string    { return fmt.Sprintf("http://%s:%d", n.Host, n.APIPort) }
 
 // URL is a libpq URL of the node itself, for database db.
 func (n *Node) URL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=3", n.PGPort, db)
+	return fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable&connect_timeout=3", n.Host, n.PGPort, db)
+}
+
+// etcdHost is etcd's address: the bridge's in the netns topology.
+func (c *Cluster) etcdHost() string {
+	if c.cfg.Netns {
+		return bridgeAddr
+	}
+	return "127.0.0.1"
 }
 
 func (c *Cluster) startPatroni(n *Node) error {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + n.dir, "LANG=C.UTF-8"}
-	p, err := startProc("patroni", []string{n.configPath()}, filepath.Join(n.dir, "patroni.log"), c.cred, env)
+	name, args, cred := "patroni", []string{n.configPath()}, c.cred
+	if n.Netns != "" {
+		// ip netns exec and setpriv each exec the next: the pid started is
+		// Patroni's (Freeze signals it). The credentials change clears
+		// Pdeathsig, so a run killed before its teardown leaves the node
+		// running: the next run's removeNetwork kills what its namespace
+		// holds.
+		args = append([]string{"netns", "exec", n.Netns, "setpriv", "--reuid=" + strconv.Itoa(int(cred.Uid)), "--regid=" + strconv.Itoa(int(cred.Gid)), "--clear-groups", "--", "patroni"}, args...)
+		name, cred = "ip", nil
+	}
+	p, err := startProc(name, args, filepath.Join(n.dir, "patroni.log"), cred, env)
 	if err != nil {
 		return err
 	}
@@ -257,7 +292,7 @@ func (c *Cluster) startPatroni(n *Node) error {
 
 // patroniConfig is a node's configuration: the settings docs/operations.md
 // ("High availability") gives, on loopback.
-func patroniConfig(cfg ClusterConfig, n *Node) string {
+func patroniConfig(cfg ClusterConfig, etcdHost string, n *Node) string {
 	sync, lag := "true", "1048576"
 	if cfg.Async {
 		// The negative control fails over to a standby held far behind.
@@ -266,10 +301,10 @@ func patroniConfig(cfg ClusterConfig, n *Node) string {
 	return fmt.Sprintf(`scope: xpromo-failover
 name: %[1]s
 restapi:
-  listen: 127.0.0.1:%[2]d
-  connect_address: 127.0.0.1:%[2]d
+  listen: %[9]s:%[2]d
+  connect_address: %[9]s:%[2]d
 etcd3:
-  hosts: 127.0.0.1:%[3]d
+  hosts: %[10]s:%[3]d
 bootstrap:
   dcs:
     ttl: 30
@@ -295,9 +330,11 @@ bootstrap:
   - local all all trust
   - host all all 127.0.0.1/32 trust
   - host replication all 127.0.0.1/32 trust
+  - host all all %[11]s trust
+  - host replication all %[11]s trust
 postgresql:
-  listen: 127.0.0.1:%[4]d
-  connect_address: 127.0.0.1:%[4]d
+  listen: %[9]s:%[4]d
+  connect_address: %[9]s:%[4]d
   data_dir: %[5]s/data
   bin_dir: %[8]s
   pgpass: %[5]s/pgpass
@@ -310,7 +347,7 @@ postgresql:
       username: postgres
   parameters:
     unix_socket_directories: %[5]s
-`, n.Name, n.APIPort, cfg.BasePort+etcdClientOffset, n.PGPort, n.dir, sync, lag, pgBinDir())
+`, n.Name, n.APIPort, cfg.BasePort+etcdClientOffset, n.PGPort, n.dir, sync, lag, pgBinDir(), n.Host, etcdHost, subnet)
 }
 
 // haproxyConfig routes the front door to the node whose Patroni answers
@@ -332,7 +369,7 @@ listen postgres
     default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 `, cfg.BasePort+haproxyOffset)
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "    server %s 127.0.0.1:%d maxconn 200 check port %d\n", n.Name, n.PGPort, n.APIPort)
+		fmt.Fprintf(&b, "    server %s %s:%d maxconn 200 check port %d\n", n.Name, n.Host, n.PGPort, n.APIPort)
 	}
 	return b.String()
 }
@@ -347,7 +384,7 @@ func (c *Cluster) HAProxyURL(db string) string {
 func (c *Cluster) MultiHostURL(db string) string {
 	var hosts []string
 	for _, n := range c.Nodes {
-		hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", n.PGPort))
+		hosts = append(hosts, fmt.Sprintf("%s:%d", n.Host, n.PGPort))
 	}
 	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable&connect_timeout=3&target_session_attrs=read-write", strings.Join(hosts, ","), db)
 }
@@ -583,6 +620,9 @@ func (c *Cluster) Close() {
 		n.stop()
 	}
 	c.etcd.kill()
+	if c.cfg.Netns {
+		removeNetwork()
+	}
 	// The postmasters' children leave once their postmaster is gone; wait
 	// for them so that nothing holds the directory.
 	deadline := time.Now().Add(10 * time.Second)

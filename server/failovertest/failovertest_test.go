@@ -73,18 +73,18 @@ func TestHealthy(t *testing.T) {
 // The configurations carry the settings docs/operations.md gives.
 func TestConfigs(t *testing.T) {
 	cfg := ClusterConfig{BasePort: 15400, Dir: "/dev/shm/x"}
-	n := &Node{Name: "pg2", PGPort: 15422, APIPort: 15412, dir: "/dev/shm/x/pg2"}
-	p := patroniConfig(cfg, n)
+	n := &Node{Name: "pg2", Host: "127.0.0.1", PGPort: 15422, APIPort: 15412, dir: "/dev/shm/x/pg2"}
+	p := patroniConfig(cfg, "127.0.0.1", n)
 	for _, want := range []string{"synchronous_mode: true", "synchronous_mode_strict: true", "synchronous_node_count: 1", "ttl: 30", "loop_wait: 10", "retry_timeout: 10", "use_pg_rewind: true", `wal_log_hints: "on"`, `hot_standby_feedback: "on"`, "listen: 127.0.0.1:15422", "hosts: 127.0.0.1:15400"} {
 		assert.Contains(t, p, want)
 	}
 	cfg.Async = true
-	assert.Contains(t, patroniConfig(cfg, n), "synchronous_mode: false")
+	assert.Contains(t, patroniConfig(cfg, "127.0.0.1", n), "synchronous_mode: false")
 	h := haproxyConfig(cfg, []*Node{n})
 	for _, want := range []string{"option httpchk GET /primary", "inter 1s fall 2 rise 1 on-marked-down shutdown-sessions", "bind 127.0.0.1:15430", "server pg2 127.0.0.1:15422 maxconn 200 check port 15412"} {
 		assert.Contains(t, h, want)
 	}
-	c := &Cluster{cfg: cfg, Nodes: []*Node{{PGPort: 15421}, {PGPort: 15422}, {PGPort: 15423}}}
+	c := &Cluster{cfg: cfg, Nodes: []*Node{{Host: "127.0.0.1", PGPort: 15421}, {Host: "127.0.0.1", PGPort: 15422}, {Host: "127.0.0.1", PGPort: 15423}}}
 	u := c.MultiHostURL("xp")
 	assert.True(t, strings.HasPrefix(u, "postgres://postgres@127.0.0.1:15421,127.0.0.1:15422,127.0.0.1:15423/xp?"), u)
 	assert.Contains(t, u, "target_session_attrs=read-write")
