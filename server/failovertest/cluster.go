@@ -1,6 +1,7 @@
 package failovertest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,8 +46,26 @@ type ClusterConfig struct {
 	// the partition fault; needs root. Otherwise every node is on
 	// 127.0.0.1.
 	Netns bool
-	Out   io.Writer
+	// DCS is Patroni's etcd API: DCSEtcd2 (the default) or DCSEtcd3.
+	DCS string
+	Out io.Writer
 }
+
+// Patroni's etcd APIs. Debian 12's Patroni 3.0.2 on the v3 API overwrites
+// the leader key unconditionally when its lease has expired
+// (etcd3._update_leader: a new lease, then a put without a compare): a
+// primary frozen past the ttl wakes, takes the leader key back from the
+// standby that was promoting meanwhile, and the writes the standby
+// acknowledged are rewound away. The harness lost acknowledged writes
+// that way (docs/operations.md, "High availability"); upstream fixed it
+// in 3.0.3 (patroni/patroni#2689, a compare on the old value). On the v2
+// API the refresh is a compare-and-swap on the node's own name
+// (test_and_set), which fails once another node holds the key: the old
+// primary demotes instead.
+const (
+	DCSEtcd2 = "etcd"
+	DCSEtcd3 = "etcd3"
+)
 
 // Cluster is one etcd, three Patroni nodes and haproxy, on loopback.
 type Cluster struct {
@@ -184,8 +203,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 	etcdDir := filepath.Join(cfg.Dir, "etcd")
 	client := fmt.Sprintf("http://%s:%d", c.etcdHost(), cfg.BasePort+etcdClientOffset)
 	peer := fmt.Sprintf("http://%s:%d", c.etcdHost(), cfg.BasePort+etcdPeerOffset)
+	if cfg.DCS == "" {
+		c.cfg.DCS, cfg.DCS = DCSEtcd2, DCSEtcd2
+	}
+	if cfg.DCS != DCSEtcd2 && cfg.DCS != DCSEtcd3 {
+		return c, fmt.Errorf("DCS %q: want %s or %s", cfg.DCS, DCSEtcd2, DCSEtcd3)
+	}
 	c.etcd, err = startProc("etcd", []string{
-		"--name", "e1", "--data-dir", etcdDir,
+		"--name", "e1", "--data-dir", etcdDir, "--enable-v2=" + strconv.FormatBool(cfg.DCS == DCSEtcd2),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "e1=" + peer,
 	}, filepath.Join(cfg.Dir, "etcd.log"), nil, nil)
@@ -303,7 +328,7 @@ name: %[1]s
 restapi:
   listen: %[9]s:%[2]d
   connect_address: %[9]s:%[2]d
-etcd3:
+%[12]s:
   hosts: %[10]s:%[3]d
 bootstrap:
   dcs:
@@ -347,7 +372,8 @@ postgresql:
       username: postgres
   parameters:
     unix_socket_directories: %[5]s
-`, n.Name, n.APIPort, cfg.BasePort+etcdClientOffset, n.PGPort, n.dir, sync, lag, pgBinDir(), n.Host, etcdHost, subnet)
+    log_line_prefix: '%%m [%%p] '
+`, n.Name, n.APIPort, cfg.BasePort+etcdClientOffset, n.PGPort, n.dir, sync, lag, pgBinDir(), n.Host, etcdHost, subnet, cmp.Or(cfg.DCS, DCSEtcd2))
 }
 
 // haproxyConfig routes the front door to the node whose Patroni answers
@@ -420,16 +446,28 @@ func (c *Cluster) Members(ctx context.Context) ([]Member, error) {
 func (c *Cluster) WaitHealthy(ctx context.Context, limit time.Duration) (*Node, error) {
 	var leader *Node
 	start := time.Now()
+	repaired := false
 	err := waitFor(ctx, limit, "a leader, a synchronous standby and every node replicating", func() error {
 		ms, err := c.Members(ctx)
 		if err != nil {
 			return err
 		}
 		err = c.healthy(ms, &leader)
+		// Patroni's stale /sync key (synckey.go): repaired once past two
+		// loops; the harness then waits for Patroni's own view again.
+		if errors.Is(err, errNoSync) && time.Since(start) > syncKeyRepairAfter && !repaired {
+			if what, rerr := c.repairSyncKey(ctx, leader); rerr != nil {
+				c.note("reading Patroni's /sync key: " + rerr.Error())
+				repaired = true
+			} else if what != "" {
+				c.note(what)
+				repaired = true
+			}
+		}
 		// Past a full Patroni loop with PostgreSQL replicating
 		// synchronously all the same: Patroni's key is stale, not the
 		// replication.
-		if errors.Is(err, errNoSync) && time.Since(start) > time.Minute {
+		if errors.Is(err, errNoSync) && time.Since(start) > 2*time.Minute {
 			if name := c.pgSyncStandby(ctx, leader); name != "" {
 				c.note(fmt.Sprintf("Patroni's /cluster named no sync standby for a minute while %s's PostgreSQL replicated synchronously to %s (a stale /sync key): went by PostgreSQL", leader.Name, name))
 				return nil
@@ -611,6 +649,29 @@ func (n *Node) stop() {
 		_ = syscall.Kill(pid, syscall.SIGCONT) // a stopped one too
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// KeepLogs copies the cluster's logs (etcd, haproxy, each node's Patroni
+// log, which holds its PostgreSQL's too) into a new directory under the
+// temporary directory before Close removes them, and returns its path.
+func (c *Cluster) KeepLogs() (string, error) {
+	dst, err := os.MkdirTemp("", "xpromo-failovertest-cluster-logs-")
+	if err != nil {
+		return "", err
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.cfg.Dir, "*.log"))
+	nodeLogs, _ := filepath.Glob(filepath.Join(c.cfg.Dir, "pg*", "patroni.log"))
+	for _, src := range append(logs, nodeLogs...) {
+		rel, _ := filepath.Rel(c.cfg.Dir, src)
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return dst, err
+		}
+		if err := os.WriteFile(filepath.Join(dst, strings.ReplaceAll(rel, string(filepath.Separator), "-")), b, 0o644); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
 }
 
 // Close tears the cluster down and removes its directory.

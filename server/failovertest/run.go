@@ -59,6 +59,9 @@ type Config struct {
 	// Cycles per route; the faults take Kinds in turn.
 	Cycles map[Route]int
 	Kinds  []FaultKind
+	// DCS is Patroni's etcd API (DCSEtcd2 when empty; see DCSEtcd3 for
+	// why).
+	DCS string
 	// Control runs the negative control after the routes.
 	Control bool
 	// SyncCost is how long each half of the cost measurement runs
@@ -121,12 +124,14 @@ type Result struct {
 	// Skipped says what was asked and not run (the partition fault without
 	// network namespaces).
 	Skipped []string
+	// ClusterLogs is where the cluster's logs were kept (a failed run).
+	ClusterLogs string
 }
 
 // Run brings the cluster up, runs each route, the cost measurement and
 // the control on it, and tears it down.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
-	res := &Result{}
+func Run(ctx context.Context, cfg Config) (res *Result, err error) {
+	res = &Result{}
 	dir := fmt.Sprintf("/dev/shm/xpromo-failover-%d-%d", cfg.BasePort, os.Getpid())
 	fmt.Fprintf(cfg.Out, "failovertest: starting etcd, 3 Patroni nodes and haproxy on 127.0.0.1:%d-%d, data in %s\n", cfg.BasePort, cfg.BasePort+haproxyOffset, dir)
 	netns := false
@@ -146,12 +151,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	t0 := time.Now()
-	c, err := StartCluster(ctx, ClusterConfig{BasePort: cfg.BasePort, Dir: dir, Netns: netns, Out: cfg.Out})
+	c, err := StartCluster(ctx, ClusterConfig{BasePort: cfg.BasePort, Dir: dir, Netns: netns, DCS: cfg.DCS, Out: cfg.Out})
 	if err != nil {
 		return res, fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer c.Close()
-	defer func() { res.Notes = c.Notes }()
+	defer func() {
+		res.Notes = c.Notes
+		failed := err != nil
+		for _, r := range res.Runs {
+			failed = failed || (!r.Control && r.Failures() > 0) || (r.Control && r.ControlCaught() == 0)
+		}
+		if failed {
+			// The cluster's side of a failure: what Patroni and PostgreSQL did.
+			dir, kerr := c.KeepLogs()
+			if kerr != nil {
+				fmt.Fprintf(cfg.Out, "failovertest: keeping the cluster's logs: %v\n", kerr)
+			}
+			fmt.Fprintf(cfg.Out, "failovertest: the cluster's logs are kept in %s\n", dir)
+			res.ClusterLogs = dir
+		}
+	}()
 	fmt.Fprintf(cfg.Out, "failovertest: cluster up in %s: %s\n", time.Since(t0).Round(100*time.Millisecond), c.status(ctx))
 
 	for _, route := range []Route{ViaHAProxy, ViaMultiHost} {
