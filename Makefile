@@ -177,12 +177,14 @@ crashtest: ## kill -9 the server under money load and webhook deliveries on each
 # (one etcd, synchronous_mode_strict, haproxy with Patroni's /primary
 # check; data on /dev/shm), two xpromo-server instances under the crash
 # test's money load, and FAILOVER_CYCLES faults of the primary (SIGKILL of
-# Patroni and postgres, of the postmaster alone, SIGSTOP for 30 s) through
-# haproxy and again through a libpq multi-host URL; then the negative
-# control (asynchronous, standbys held back), which must report lost
-# writes. Needs root or the postgres user's rights and Debian's patroni,
-# etcd-server, haproxy (scripts/test-deps.sh); skips without them unless
-# CI=true.
+# Patroni and postgres, of the postmaster alone, SIGSTOP for 30 s, its
+# network cut for 45 s: each node then runs in its own network namespace
+# xpfo-pgN on 10.231.0.0/24) through haproxy and again through a libpq
+# multi-host URL; then the negative control (asynchronous, standbys held
+# back), which must report lost writes. Needs root or the postgres user's
+# rights and Debian's patroni, etcd-server, haproxy, iproute2
+# (scripts/test-deps.sh); skips without them unless CI=true; without root
+# the partition is skipped with a warning and the other kinds run.
 FAILOVER_CYCLES ?= 20
 FAILOVER_ARGS ?=
 failovertest: ## lose the PostgreSQL primary (Patroni, 3 nodes) under money load, FAILOVER_CYCLES times per route; nothing acknowledged lost (FAILOVER_ARGS)

@@ -1,6 +1,7 @@
 package failovertest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,8 +42,30 @@ type ClusterConfig struct {
 	// Dir is created under /dev/shm (tmpfs): the etcd and PostgreSQL
 	// data, the configurations and logs.
 	Dir string
+	// Netns puts each node in its own network namespace (netns.go), for
+	// the partition fault; needs root. Otherwise every node is on
+	// 127.0.0.1.
+	Netns bool
+	// DCS is Patroni's etcd API: DCSEtcd2 (the default) or DCSEtcd3.
+	DCS string
 	Out io.Writer
 }
+
+// Patroni's etcd APIs. Debian 12's Patroni 3.0.2 on the v3 API overwrites
+// the leader key unconditionally when its lease has expired
+// (etcd3._update_leader: a new lease, then a put without a compare): a
+// primary frozen past the ttl wakes, takes the leader key back from the
+// standby that was promoting meanwhile, and the writes the standby
+// acknowledged are rewound away. The harness lost acknowledged writes
+// that way (docs/operations.md, "High availability"); upstream fixed it
+// in 3.0.3 (patroni/patroni#2689, a compare on the old value). On the v2
+// API the refresh is a compare-and-swap on the node's own name
+// (test_and_set), which fails once another node holds the key: the old
+// primary demotes instead.
+const (
+	DCSEtcd2 = "etcd"
+	DCSEtcd3 = "etcd3"
+)
 
 // Cluster is one etcd, three Patroni nodes and haproxy, on loopback.
 type Cluster struct {
@@ -61,6 +84,10 @@ type Node struct {
 	Name    string
 	PGPort  int
 	APIPort int
+	// Host is the node's address: 127.0.0.1, or 10.231.0.1N in its
+	// network namespace Netns.
+	Host    string
+	Netns   string
 	dir     string
 	patroni *proc
 }
@@ -168,11 +195,22 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 		gid, _ := strconv.Atoi(u.Gid)
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
+	if cfg.Netns {
+		if err := setupNetwork(nodeCount); err != nil {
+			return c, fmt.Errorf("the nodes' network namespaces: %w", err)
+		}
+	}
 	etcdDir := filepath.Join(cfg.Dir, "etcd")
-	client := fmt.Sprintf("http://127.0.0.1:%d", cfg.BasePort+etcdClientOffset)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", cfg.BasePort+etcdPeerOffset)
+	client := fmt.Sprintf("http://%s:%d", c.etcdHost(), cfg.BasePort+etcdClientOffset)
+	peer := fmt.Sprintf("http://%s:%d", c.etcdHost(), cfg.BasePort+etcdPeerOffset)
+	if cfg.DCS == "" {
+		c.cfg.DCS, cfg.DCS = DCSEtcd2, DCSEtcd2
+	}
+	if cfg.DCS != DCSEtcd2 && cfg.DCS != DCSEtcd3 {
+		return c, fmt.Errorf("DCS %q: want %s or %s", cfg.DCS, DCSEtcd2, DCSEtcd3)
+	}
 	c.etcd, err = startProc("etcd", []string{
-		"--name", "e1", "--data-dir", etcdDir,
+		"--name", "e1", "--data-dir", etcdDir, "--enable-v2=" + strconv.FormatBool(cfg.DCS == DCSEtcd2),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "e1=" + peer,
 	}, filepath.Join(cfg.Dir, "etcd.log"), nil, nil)
@@ -187,12 +225,16 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 			Name:    fmt.Sprintf("pg%d", i+1),
 			PGPort:  cfg.BasePort + pgOffset + i,
 			APIPort: cfg.BasePort + restOffset + i,
+			Host:    "127.0.0.1",
+		}
+		if cfg.Netns {
+			n.Host, n.Netns = nodeAddr(i), nodeNetns(i)
 		}
 		n.dir = filepath.Join(cfg.Dir, n.Name)
 		if err := os.MkdirAll(n.dir, 0o700); err != nil {
 			return c, err
 		}
-		if err := os.WriteFile(n.configPath(), []byte(patroniConfig(cfg, n)), 0o600); err != nil {
+		if err := os.WriteFile(n.configPath(), []byte(patroniConfig(cfg, c.etcdHost(), n)), 0o600); err != nil {
 			return c, err
 		}
 		if c.cred != nil {
@@ -238,16 +280,34 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error
 
 func (n *Node) configPath() string { return filepath.Join(n.dir, "patroni.yml") }
 func (n *Node) dataDir() string    { return filepath.Join(n.dir, "data") }
-func (n *Node) restURL() string    { return fmt.Sprintf("http://127.0.0.1:%d", n.APIPort) }
+func (n *Node) restURL() string    { return fmt.Sprintf("http://%s:%d", n.Host, n.APIPort) }
 
 // URL is a libpq URL of the node itself, for database db.
 func (n *Node) URL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=3", n.PGPort, db)
+	return fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable&connect_timeout=3", n.Host, n.PGPort, db)
+}
+
+// etcdHost is etcd's address: the bridge's in the netns topology.
+func (c *Cluster) etcdHost() string {
+	if c.cfg.Netns {
+		return bridgeAddr
+	}
+	return "127.0.0.1"
 }
 
 func (c *Cluster) startPatroni(n *Node) error {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + n.dir, "LANG=C.UTF-8"}
-	p, err := startProc("patroni", []string{n.configPath()}, filepath.Join(n.dir, "patroni.log"), c.cred, env)
+	name, args, cred := "patroni", []string{n.configPath()}, c.cred
+	if n.Netns != "" {
+		// ip netns exec and setpriv each exec the next: the pid started is
+		// Patroni's (Freeze signals it). The credentials change clears
+		// Pdeathsig, so a run killed before its teardown leaves the node
+		// running: the next run's removeNetwork kills what its namespace
+		// holds.
+		args = append([]string{"netns", "exec", n.Netns, "setpriv", "--reuid=" + strconv.Itoa(int(cred.Uid)), "--regid=" + strconv.Itoa(int(cred.Gid)), "--clear-groups", "--", "patroni"}, args...)
+		name, cred = "ip", nil
+	}
+	p, err := startProc(name, args, filepath.Join(n.dir, "patroni.log"), cred, env)
 	if err != nil {
 		return err
 	}
@@ -257,7 +317,7 @@ func (c *Cluster) startPatroni(n *Node) error {
 
 // patroniConfig is a node's configuration: the settings docs/operations.md
 // ("High availability") gives, on loopback.
-func patroniConfig(cfg ClusterConfig, n *Node) string {
+func patroniConfig(cfg ClusterConfig, etcdHost string, n *Node) string {
 	sync, lag := "true", "1048576"
 	if cfg.Async {
 		// The negative control fails over to a standby held far behind.
@@ -266,10 +326,10 @@ func patroniConfig(cfg ClusterConfig, n *Node) string {
 	return fmt.Sprintf(`scope: xpromo-failover
 name: %[1]s
 restapi:
-  listen: 127.0.0.1:%[2]d
-  connect_address: 127.0.0.1:%[2]d
-etcd3:
-  hosts: 127.0.0.1:%[3]d
+  listen: %[9]s:%[2]d
+  connect_address: %[9]s:%[2]d
+%[12]s:
+  hosts: %[10]s:%[3]d
 bootstrap:
   dcs:
     ttl: 30
@@ -295,9 +355,11 @@ bootstrap:
   - local all all trust
   - host all all 127.0.0.1/32 trust
   - host replication all 127.0.0.1/32 trust
+  - host all all %[11]s trust
+  - host replication all %[11]s trust
 postgresql:
-  listen: 127.0.0.1:%[4]d
-  connect_address: 127.0.0.1:%[4]d
+  listen: %[9]s:%[4]d
+  connect_address: %[9]s:%[4]d
   data_dir: %[5]s/data
   bin_dir: %[8]s
   pgpass: %[5]s/pgpass
@@ -310,7 +372,8 @@ postgresql:
       username: postgres
   parameters:
     unix_socket_directories: %[5]s
-`, n.Name, n.APIPort, cfg.BasePort+etcdClientOffset, n.PGPort, n.dir, sync, lag, pgBinDir())
+    log_line_prefix: '%%m [%%p] '
+`, n.Name, n.APIPort, cfg.BasePort+etcdClientOffset, n.PGPort, n.dir, sync, lag, pgBinDir(), n.Host, etcdHost, subnet, cmp.Or(cfg.DCS, DCSEtcd2))
 }
 
 // haproxyConfig routes the front door to the node whose Patroni answers
@@ -332,7 +395,7 @@ listen postgres
     default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 `, cfg.BasePort+haproxyOffset)
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "    server %s 127.0.0.1:%d maxconn 200 check port %d\n", n.Name, n.PGPort, n.APIPort)
+		fmt.Fprintf(&b, "    server %s %s:%d maxconn 200 check port %d\n", n.Name, n.Host, n.PGPort, n.APIPort)
 	}
 	return b.String()
 }
@@ -347,7 +410,7 @@ func (c *Cluster) HAProxyURL(db string) string {
 func (c *Cluster) MultiHostURL(db string) string {
 	var hosts []string
 	for _, n := range c.Nodes {
-		hosts = append(hosts, fmt.Sprintf("127.0.0.1:%d", n.PGPort))
+		hosts = append(hosts, fmt.Sprintf("%s:%d", n.Host, n.PGPort))
 	}
 	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable&connect_timeout=3&target_session_attrs=read-write", strings.Join(hosts, ","), db)
 }
@@ -383,16 +446,28 @@ func (c *Cluster) Members(ctx context.Context) ([]Member, error) {
 func (c *Cluster) WaitHealthy(ctx context.Context, limit time.Duration) (*Node, error) {
 	var leader *Node
 	start := time.Now()
+	repaired := false
 	err := waitFor(ctx, limit, "a leader, a synchronous standby and every node replicating", func() error {
 		ms, err := c.Members(ctx)
 		if err != nil {
 			return err
 		}
 		err = c.healthy(ms, &leader)
+		// Patroni's stale /sync key (synckey.go): repaired once past two
+		// loops; the harness then waits for Patroni's own view again.
+		if errors.Is(err, errNoSync) && time.Since(start) > syncKeyRepairAfter && !repaired {
+			if what, rerr := c.repairSyncKey(ctx, leader); rerr != nil {
+				c.note("reading Patroni's /sync key: " + rerr.Error())
+				repaired = true
+			} else if what != "" {
+				c.note(what)
+				repaired = true
+			}
+		}
 		// Past a full Patroni loop with PostgreSQL replicating
 		// synchronously all the same: Patroni's key is stale, not the
 		// replication.
-		if errors.Is(err, errNoSync) && time.Since(start) > time.Minute {
+		if errors.Is(err, errNoSync) && time.Since(start) > 2*time.Minute {
 			if name := c.pgSyncStandby(ctx, leader); name != "" {
 				c.note(fmt.Sprintf("Patroni's /cluster named no sync standby for a minute while %s's PostgreSQL replicated synchronously to %s (a stale /sync key): went by PostgreSQL", leader.Name, name))
 				return nil
@@ -576,6 +651,29 @@ func (n *Node) stop() {
 	}
 }
 
+// KeepLogs copies the cluster's logs (etcd, haproxy, each node's Patroni
+// log, which holds its PostgreSQL's too) into a new directory under the
+// temporary directory before Close removes them, and returns its path.
+func (c *Cluster) KeepLogs() (string, error) {
+	dst, err := os.MkdirTemp("", "xpromo-failovertest-cluster-logs-")
+	if err != nil {
+		return "", err
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.cfg.Dir, "*.log"))
+	nodeLogs, _ := filepath.Glob(filepath.Join(c.cfg.Dir, "pg*", "patroni.log"))
+	for _, src := range append(logs, nodeLogs...) {
+		rel, _ := filepath.Rel(c.cfg.Dir, src)
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return dst, err
+		}
+		if err := os.WriteFile(filepath.Join(dst, strings.ReplaceAll(rel, string(filepath.Separator), "-")), b, 0o644); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
 // Close tears the cluster down and removes its directory.
 func (c *Cluster) Close() {
 	c.haproxy.kill()
@@ -583,6 +681,9 @@ func (c *Cluster) Close() {
 		n.stop()
 	}
 	c.etcd.kill()
+	if c.cfg.Netns {
+		removeNetwork()
+	}
 	// The postmasters' children leave once their postmaster is gone; wait
 	// for them so that nothing holds the directory.
 	deadline := time.Now().Add(10 * time.Second)

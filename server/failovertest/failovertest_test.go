@@ -73,19 +73,44 @@ func TestHealthy(t *testing.T) {
 // The configurations carry the settings docs/operations.md gives.
 func TestConfigs(t *testing.T) {
 	cfg := ClusterConfig{BasePort: 15400, Dir: "/dev/shm/x"}
-	n := &Node{Name: "pg2", PGPort: 15422, APIPort: 15412, dir: "/dev/shm/x/pg2"}
-	p := patroniConfig(cfg, n)
+	n := &Node{Name: "pg2", Host: "127.0.0.1", PGPort: 15422, APIPort: 15412, dir: "/dev/shm/x/pg2"}
+	p := patroniConfig(cfg, "127.0.0.1", n)
 	for _, want := range []string{"synchronous_mode: true", "synchronous_mode_strict: true", "synchronous_node_count: 1", "ttl: 30", "loop_wait: 10", "retry_timeout: 10", "use_pg_rewind: true", `wal_log_hints: "on"`, `hot_standby_feedback: "on"`, "listen: 127.0.0.1:15422", "hosts: 127.0.0.1:15400"} {
 		assert.Contains(t, p, want)
 	}
+	assert.Contains(t, p, "\netcd:\n  hosts: 127.0.0.1:15400\n", "the v2 API by default (DCSEtcd3 says why)")
+	cfg.DCS = DCSEtcd3
+	assert.Contains(t, patroniConfig(cfg, "127.0.0.1", n), "\netcd3:\n  hosts: 127.0.0.1:15400\n")
+	cfg.DCS = ""
 	cfg.Async = true
-	assert.Contains(t, patroniConfig(cfg, n), "synchronous_mode: false")
+	assert.Contains(t, patroniConfig(cfg, "127.0.0.1", n), "synchronous_mode: false")
+
+	// In its own network namespace the node listens on its address and
+	// trusts the subnet; etcd is the bridge's address.
+	nn := &Node{Name: "pg1", Host: nodeAddr(0), Netns: nodeNetns(0), PGPort: 15421, APIPort: 15411, dir: "/dev/shm/x/pg1"}
+	pn := patroniConfig(cfg, bridgeAddr, nn)
+	for _, want := range []string{"listen: 10.231.0.11:15421", "connect_address: 10.231.0.11:15411", "hosts: 10.231.0.1:15400", "host replication all 10.231.0.0/24 trust"} {
+		assert.Contains(t, pn, want)
+	}
+	assert.Equal(t, "xpfo-pg1h", hostVeth(nn.Netns), "the root end's name fits IFNAMSIZ (15)")
 	h := haproxyConfig(cfg, []*Node{n})
 	for _, want := range []string{"option httpchk GET /primary", "inter 1s fall 2 rise 1 on-marked-down shutdown-sessions", "bind 127.0.0.1:15430", "server pg2 127.0.0.1:15422 maxconn 200 check port 15412"} {
 		assert.Contains(t, h, want)
 	}
-	c := &Cluster{cfg: cfg, Nodes: []*Node{{PGPort: 15421}, {PGPort: 15422}, {PGPort: 15423}}}
+	c := &Cluster{cfg: cfg, Nodes: []*Node{{Host: "127.0.0.1", PGPort: 15421}, {Host: "127.0.0.1", PGPort: 15422}, {Host: "127.0.0.1", PGPort: 15423}}}
 	u := c.MultiHostURL("xp")
 	assert.True(t, strings.HasPrefix(u, "postgres://postgres@127.0.0.1:15421,127.0.0.1:15422,127.0.0.1:15423/xp?"), u)
 	assert.Contains(t, u, "target_session_attrs=read-write")
+}
+
+// The stale /sync key is one naming a leader other than the key holder.
+func TestStaleSyncKey(t *testing.T) {
+	pg2 := "pg2"
+	assert.True(t, staleSyncKey(&syncKey{Leader: "pg2"}, "pg3"), "the promoting standby's key, the old primary back with the leader key")
+	assert.False(t, staleSyncKey(&syncKey{Leader: "pg3", SyncStandby: &pg2}, "pg3"))
+	assert.False(t, staleSyncKey(&syncKey{}, "pg3"))
+}
+
+func TestLagsString(t *testing.T) {
+	assert.Equal(t, "pg1 7984 B, 1.8 s; pg3 0 B, 0.1 s", lagsString([]NodeLag{{Node: "pg1", Bytes: 7984, Waited: 1800 * time.Millisecond}, {Node: "pg3", Waited: 100 * time.Millisecond}}))
 }

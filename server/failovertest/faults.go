@@ -25,15 +25,24 @@ const (
 	// Freeze: SIGSTOP of the primary's Patroni and PostgreSQL for 30 s,
 	// then SIGCONT: a primary that hangs and comes back.
 	Freeze FaultKind = "sigstop-30s"
-	// Partition: the primary's network cut (its own network namespace).
-	Partition FaultKind = "partition"
+	// Partition: the primary's link cut (the root end of its network
+	// namespace's veth down) for partitionFor, longer than Patroni's ttl,
+	// then restored: the primary, cut from etcd, demotes itself; a standby
+	// takes the leader key once it expires; the old primary, back, rejoins
+	// (pg_rewind when it wrote past the promotion point).
+	Partition FaultKind = "partition-45s"
 )
 
 // FaultKinds are the kinds a run takes in turn.
-var FaultKinds = []FaultKind{KillAll, KillPostmaster, Freeze}
+var FaultKinds = []FaultKind{KillAll, KillPostmaster, Freeze, Partition}
 
 // freezeFor is how long Freeze holds the primary stopped.
 const freezeFor = 30 * time.Second
+
+// partitionFor is how long Partition cuts the primary's link: past
+// Patroni's ttl (30 s) and one loop_wait (10 s), so that the leader key
+// expires and a standby is promoted while the old primary is away.
+const partitionFor = 45 * time.Second
 
 // recoveryLimit bounds each wait of a fault: for writes again, for the
 // old node to rejoin.
@@ -58,6 +67,9 @@ type FaultReport struct {
 	// FirstWrite is, per instance, from the fault to its first answered
 	// write (a 2xx POST) that went out after it.
 	FirstWrite []time.Duration
+	// Lag is each replica's lag behind the leader's WAL position after
+	// the cycle's load, at the digest check (Cluster.agree).
+	Lag []NodeLag
 }
 
 // injector breaks the cluster once per cycle.
@@ -107,6 +119,8 @@ func (in *injector) fault(ctx context.Context, cycle int) (res crashtest.FaultRe
 	}
 	in.watch.mark(cycle)
 	r.At = time.Now()
+	probe := func() error { return in.c.exec(ctx, in.front, `INSERT INTO failover_probe VALUES (now())`) }
+	var backAt time.Time // a write committed through the front door while the fault held
 	switch kind {
 	case KillAll:
 		leader.patroni.kill()
@@ -124,24 +138,30 @@ func (in *injector) fault(ctx context.Context, cycle int) (res crashtest.FaultRe
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGSTOP)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(freezeFor):
-		}
+		backAt = holdProbing(ctx, freezeFor, probe)
 		// Children forked meanwhile cannot exist (the postmaster was
 		// stopped), so the same list wakes them all.
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
+	case Partition:
+		if err := leader.setLink(false); err != nil {
+			return res, err
+		}
+		backAt = holdProbing(ctx, partitionFor, probe)
+		if err := leader.setLink(true); err != nil {
+			return res, err
+		}
 	default:
 		return res, fmt.Errorf("fault kind %s is not built", kind)
 	}
-	if err := waitFor(ctx, recoveryLimit, "a write committed through the front door", func() error {
-		return in.c.exec(ctx, in.front, `INSERT INTO failover_probe VALUES (now())`)
-	}); err != nil {
-		return res, fmt.Errorf("after the fault: %w", err)
+	if backAt.IsZero() {
+		if err := waitFor(ctx, recoveryLimit, "a write committed through the front door", probe); err != nil {
+			return res, fmt.Errorf("after the fault: %w", err)
+		}
+		backAt = time.Now()
 	}
-	r.WritesBack = time.Since(r.At)
+	r.WritesBack = backAt.Sub(r.At)
 	if kind == KillAll {
 		// The old node comes back: its Patroni, started again, rewinds it.
 		if err := in.c.startPatroni(leader); err != nil {
@@ -161,6 +181,24 @@ func (in *injector) fault(ctx context.Context, cycle int) (res crashtest.FaultRe
 		res.Summary += fmt.Sprintf("; %d writes answered with the standbys held back", r.HeldBack)
 	}
 	return res, nil
+}
+
+// holdProbing lets d pass while probing for a committed write, and
+// returns when the first one committed (zero when none did): a fault that
+// holds (Freeze, Partition) may be failed over before it ends.
+func holdProbing(ctx context.Context, d time.Duration, probe func() error) time.Time {
+	end := time.Now().Add(d)
+	var back time.Time
+	for time.Now().Before(end) && ctx.Err() == nil {
+		if back.IsZero() && probe() == nil {
+			back = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(500*time.Millisecond, max(0, time.Until(end)))):
+		}
+	}
+	return back
 }
 
 func orNone(s string) string {

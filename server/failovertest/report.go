@@ -18,6 +18,9 @@ func Print(w io.Writer, res *Result) {
 	if res.Cost != nil {
 		res.Cost.Print(w)
 	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "\n== failovertest: SKIPPED: %s\n", s)
+	}
 	if len(res.Notes) > 0 {
 		fmt.Fprintf(w, "\n== failovertest: notes on the cluster itself (%d)\n", len(res.Notes))
 		for _, n := range res.Notes {
@@ -34,14 +37,14 @@ func Print(w io.Writer, res *Result) {
 			fmt.Fprintf(w, "RUN FAILED: %v\n", r.Err)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "cycle\tfault\tprimary → new\tsync standby before\twrites back\tfirst write per instance\tall nodes replicating\tclients saw (besides 2xx)")
+		fmt.Fprintln(tw, "cycle\tfault\tprimary → new\tsync standby before\twrites back\tfirst write per instance\tall nodes replicating\treplica lag at the digest check\tclients saw (besides 2xx)")
 		for _, f := range r.Faults {
 			var fw []string
 			for _, d := range f.FirstWrite {
-				fw = append(fw, seconds(d))
+				fw = append(fw, firstWrite(d))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s → %s\t%s\t%s\t%s\t%s\t%s\n", f.Cycle, f.Kind, f.OldLeader, f.NewLeader, orNone(f.SyncBefore),
-				seconds(f.WritesBack), strings.Join(fw, " / "), seconds(f.Rejoined), strings.Join(r.Seen[f.Cycle], ", "))
+			fmt.Fprintf(tw, "%d\t%s\t%s → %s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Cycle, f.Kind, f.OldLeader, f.NewLeader, orNone(f.SyncBefore),
+				seconds(f.WritesBack), strings.Join(fw, " / "), seconds(f.Rejoined), lagsString(f.Lag), strings.Join(r.Seen[f.Cycle], ", "))
 		}
 		_ = tw.Flush()
 		printKinds(w, r.Faults)
@@ -92,6 +95,9 @@ func printKinds(w io.Writer, faults []*FaultReport) {
 			back += f.WritesBack
 			rejoin += f.Rejoined
 			for _, d := range f.FirstWrite {
+				if d == 0 {
+					continue // no write went to that instance after the fault
+				}
 				first += d
 				worst = max(worst, d)
 				n++
@@ -104,6 +110,15 @@ func printKinds(w io.Writer, faults []*FaultReport) {
 		fmt.Fprintf(w, "%s: %d faults; writes back after %s on average; first answered write per instance %s on average, %s at worst; all nodes replicating after %s on average\n",
 			k, len(fs), seconds(back/time.Duration(len(fs))), seconds(avgFirst), seconds(worst), seconds(rejoin/time.Duration(len(fs))))
 	}
+}
+
+// firstWrite is an instance's first answered write after a fault, "none"
+// when no write was sent to it after the fault.
+func firstWrite(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return seconds(d)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }

@@ -31,6 +31,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,6 +59,9 @@ type Config struct {
 	// Cycles per route; the faults take Kinds in turn.
 	Cycles map[Route]int
 	Kinds  []FaultKind
+	// DCS is Patroni's etcd API (DCSEtcd2 when empty; see DCSEtcd3 for
+	// why).
+	DCS string
 	// Control runs the negative control after the routes.
 	Control bool
 	// SyncCost is how long each half of the cost measurement runs
@@ -117,21 +121,57 @@ type Result struct {
 	Runs  []*RouteRun
 	Cost  *SyncCost // nil when not measured
 	Notes []string  // the cluster's own findings (Cluster.Notes)
+	// Skipped says what was asked and not run (the partition fault without
+	// network namespaces).
+	Skipped []string
+	// ClusterLogs is where the cluster's logs were kept (a failed run).
+	ClusterLogs string
 }
 
 // Run brings the cluster up, runs each route, the cost measurement and
 // the control on it, and tears it down.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
-	res := &Result{}
+func Run(ctx context.Context, cfg Config) (res *Result, err error) {
+	res = &Result{}
 	dir := fmt.Sprintf("/dev/shm/xpromo-failover-%d-%d", cfg.BasePort, os.Getpid())
 	fmt.Fprintf(cfg.Out, "failovertest: starting etcd, 3 Patroni nodes and haproxy on 127.0.0.1:%d-%d, data in %s\n", cfg.BasePort, cfg.BasePort+haproxyOffset, dir)
+	netns := false
+	if slices.Contains(cfg.Kinds, Partition) {
+		if why := NetnsUnavailable(); why != "" {
+			// Loud, and in the result: the partition fault is not run.
+			note := fmt.Sprintf("the %s fault is SKIPPED: no network namespaces here (%s); the nodes stay on 127.0.0.1 and the other kinds run", Partition, why)
+			fmt.Fprintf(cfg.Out, "failovertest: WARNING: %s\n", note)
+			res.Skipped = append(res.Skipped, note)
+			cfg.Kinds = slices.DeleteFunc(slices.Clone(cfg.Kinds), func(k FaultKind) bool { return k == Partition })
+			if len(cfg.Kinds) == 0 {
+				return res, errors.New(note + ", and no other kind was asked for")
+			}
+		} else {
+			netns = true
+			fmt.Fprintf(cfg.Out, "failovertest: each node in its own network namespace (%s1-3, %s, bridge %s) for the %s fault\n", netnsPrefix+"pg", subnet, bridgeName, Partition)
+		}
+	}
 	t0 := time.Now()
-	c, err := StartCluster(ctx, ClusterConfig{BasePort: cfg.BasePort, Dir: dir, Out: cfg.Out})
+	c, err := StartCluster(ctx, ClusterConfig{BasePort: cfg.BasePort, Dir: dir, Netns: netns, DCS: cfg.DCS, Out: cfg.Out})
 	if err != nil {
 		return res, fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer c.Close()
-	defer func() { res.Notes = c.Notes }()
+	defer func() {
+		res.Notes = c.Notes
+		failed := err != nil
+		for _, r := range res.Runs {
+			failed = failed || (!r.Control && r.Failures() > 0) || (r.Control && r.ControlCaught() == 0)
+		}
+		if failed {
+			// The cluster's side of a failure: what Patroni and PostgreSQL did.
+			dir, kerr := c.KeepLogs()
+			if kerr != nil {
+				fmt.Fprintf(cfg.Out, "failovertest: keeping the cluster's logs: %v\n", kerr)
+			}
+			fmt.Fprintf(cfg.Out, "failovertest: the cluster's logs are kept in %s\n", dir)
+			res.ClusterLogs = dir
+		}
+	}()
 	fmt.Fprintf(cfg.Out, "failovertest: cluster up in %s: %s\n", time.Since(t0).Round(100*time.Millisecond), c.status(ctx))
 
 	for _, route := range []Route{ViaHAProxy, ViaMultiHost} {
@@ -219,7 +259,12 @@ func runRoute(ctx context.Context, cfg Config, c *Cluster, route Route, cycles i
 			if n := len(in.reports); n > 0 && in.reports[n-1].Cycle == cycle {
 				in.reports[n-1].FirstWrite = w.firstWrites(cycle)
 			}
-			if err := c.agree(ctx, dbURL); err != nil {
+			lags, err := c.agree(ctx, dbURL)
+			if n := len(in.reports); n > 0 && in.reports[n-1].Cycle == cycle {
+				in.reports[n-1].Lag = lags
+			}
+			fmt.Fprintf(cfg.Out, "failovertest: cycle %d: replica lag at the digest check: %s\n", cycle, lagsString(lags))
+			if err != nil {
 				if control {
 					// Expected there: the rewound node and the promoted
 					// one hold what survived; the check that matters is
@@ -270,7 +315,14 @@ func (c *Cluster) everywhere(ctx context.Context, dbURL string) (string, error) 
 		return "", err
 	}
 	db := strings.TrimPrefix(u.Path, "/")
-	err = waitFor(ctx, time.Minute, "the run's database on every node", func() error {
+	// Every replica replays up to the leader's position after CREATE
+	// DATABASE first: a replica still catching up after the previous
+	// route's last fault (or rejoining) has not got the database yet.
+	deadline := time.Now().Add(catchUpLimit)
+	if _, lags, err := c.caughtUp(ctx, deadline); err != nil {
+		return "", fmt.Errorf("the run's database: %w (lag %s)", err, lagsString(lags))
+	}
+	err = waitFor(ctx, time.Until(deadline), "the run's database on every node", func() error {
 		for _, n := range c.Nodes {
 			if err := c.exec(ctx, n.URL(db), "SELECT 1"); err != nil {
 				return fmt.Errorf("%s: %w", n.Name, err)
@@ -281,32 +333,51 @@ func (c *Cluster) everywhere(ctx context.Context, dbURL string) (string, error) 
 	return c.MultiHostURL(db), err
 }
 
-// agree waits (up to a minute) until every node holds the same ledger
-// lines: the same count and digest of (id, hash) on each, read on each
-// node directly.
-func (c *Cluster) agree(ctx context.Context, dbURL string) error {
+// agree checks that every node holds the same ledger lines: the same
+// count and digest of (id, hash) on each, read on each node directly,
+// once every replica has replayed the leader's WAL up to its position
+// after the cycle's load (caughtUp; a lagging replica is waited for by
+// its replay position, not by a fixed time). The servers' background
+// work may write meanwhile, so a difference is asked again, with a fresh
+// position, until catchUpLimit. It returns the replicas' lag at the first
+// look.
+func (c *Cluster) agree(ctx context.Context, dbURL string) ([]NodeLag, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	db := strings.TrimPrefix(u.Path, "/")
-	return waitFor(ctx, time.Minute, "every node to hold the same ledger", func() error {
-		var first string
+	deadline := time.Now().Add(catchUpLimit)
+	var first []NodeLag
+	for {
+		_, lags, err := c.caughtUp(ctx, deadline)
+		if first == nil {
+			first = lags
+		}
+		if err != nil {
+			return first, fmt.Errorf("replicas not caught up: %w (lag %s)", err, lagsString(lags))
+		}
+		var want string
 		var parts []string
+		differ := false
 		for _, n := range c.Nodes {
 			d, err := ledgerDigest(ctx, n.URL(db))
 			if err != nil {
-				return fmt.Errorf("%s: %w", n.Name, err)
+				d = "error: " + err.Error()
 			}
 			parts = append(parts, n.Name+" "+d)
-			if first == "" {
-				first = d
-			} else if d != first {
-				return errors.New(strings.Join(parts, ", "))
+			if want == "" {
+				want = d
 			}
+			differ = differ || d != want || err != nil
 		}
-		return nil
-	})
+		if !differ {
+			return first, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return first, errors.New(strings.Join(parts, ", "))
+		}
+	}
 }
 
 // ledgerDigest is the count and md5 of every ledger line's id and hash.

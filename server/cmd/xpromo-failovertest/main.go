@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	multiCycles := fs.Int("multihost-cycles", -1, "fault cycles through a libpq multi-host URL with target_session_attrs=read-write (-1: as many as -cycles)")
 	kinds := fs.String("faults", "all", "fault kinds, in turn: all, or some of "+kindNames())
 	control := fs.Bool("control", true, "run the negative control (asynchronous replication, standbys held back): it must report lost writes")
+	dcs := fs.String("dcs", failovertest.DCSEtcd2, "Patroni's etcd API: etcd (v2) or etcd3 (Debian 12's Patroni 3.0.2 can lose acknowledged writes on etcd3 after a frozen primary: docs/operations.md)")
 	basePort := fs.Int("base-port", 15400, "the cluster's ports: base to base+30")
 	workers := fs.Int("workers", 6, "operations sent at once")
 	claims := fs.Int("claims", 10, "install claims per cycle")
@@ -78,6 +79,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if *multiCycles < 0 {
 		*multiCycles = *cycles
 	}
+	if *dcs != failovertest.DCSEtcd2 && *dcs != failovertest.DCSEtcd3 {
+		return usage("-dcs: %q: want %s or %s", *dcs, failovertest.DCSEtcd2, failovertest.DCSEtcd3)
+	}
 	if *cycles < 0 || *workers < 1 || *claims < 0 || *topups < 0 || *adjustments < 0 || *retryFor <= 0 || *basePort < 1024 || *basePort > 65000 {
 		return usage("-cycles, -claims, -topups, -adjustments must not be negative, -workers and -retry-for must be positive, -base-port between 1024 and 65000")
 	}
@@ -94,7 +98,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	res, err := failovertest.Run(ctx, failovertest.Config{
 		Server: *server, BasePort: *basePort,
 		Cycles: map[failovertest.Route]int{failovertest.ViaHAProxy: *cycles, failovertest.ViaMultiHost: *multiCycles},
-		Kinds:  kindList, Control: *control, SyncCost: *syncCost,
+		Kinds:  kindList, Control: *control, SyncCost: *syncCost, DCS: *dcs,
 		Workers: *workers, Claims: *claims, TopUps: *topups, Adjustments: *adjustments,
 		RetryFor: *retryFor, Out: stdout, Verbose: *verbose,
 	})
