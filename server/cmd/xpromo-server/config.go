@@ -491,8 +491,11 @@ func gateConfig(cfg *config, get func(string) string, source map[string]string) 
 	g.RootsFile, g.ClamdAddress = get("gate-roots-file"), get("clamd-address")
 	g.RDAPBaseURL, g.RDAPBootstrapURL, g.RDAPBootstrapFile = get("rdap-base-url"), get("rdap-bootstrap-url"), get("rdap-bootstrap-file")
 	g.NotaryURL = get("gate-notary-url")
-	g.Revocation = strings.ToLower(get("gate-revocation"))
-	if g.Revocation != "on" && g.Revocation != "off" {
+	switch strings.ToLower(get("gate-revocation")) {
+	case "on": // the zero value: checking on
+	case "off":
+		g.Revocation = "off"
+	default:
 		return usagef("%s: %q is on or off", source["gate-revocation"], get("gate-revocation"))
 	}
 	g.SMTP = contact.SMTPConfig{Host: get("smtp-host"), TLS: contact.TLSMode(strings.ToLower(get("smtp-tls"))),
