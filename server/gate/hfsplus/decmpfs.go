@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 	"unicode/utf16"
+
+	"github.com/xpromo/xpromo/server/gate/lzfse"
 )
 
 // HFS+ transparent compression (decmpfs): a file flagged UF_COMPRESSED has
@@ -15,7 +17,12 @@ import (
 // little-endian) and, for type 3, the zlib data inline; for type 4, the
 // data is in the resource fork as zlib blocks of 64 KiB each, behind a
 // block table. A block (or inline data) whose first byte is 0xFF is stored
-// uncompressed after it. Types 7/8 (LZVN) and 11/12 (LZFSE) are refused.
+// uncompressed after it. Types 7/8 (LZVN) and 11/12 (LZFSE) are the same
+// with those codecs (server/gate/lzfse): 7 and 11 inline, 8 and 12 in the
+// resource fork, whose blocks follow a table of block count + 1
+// little-endian offsets from the fork's start (no resource map); an LZVN
+// block whose first byte is 0x06 (its end-of-stream opcode) is stored
+// uncompressed after it.
 const (
 	decmpfsName       = "com.apple.decmpfs"
 	decmpfsMagic      = "fpmc"
@@ -45,11 +52,11 @@ func (v *Volume) openCompressed(e *entry) (io.ReaderAt, int64, error) {
 			return nil, 0, fail(ReasonUnreadable, "file %d: decmpfs data shorter than its size", e.id)
 		}
 		return bytes.NewReader(attr[16 : 16+size]), int64(size), nil
-	case 3:
+	case 3, 7, 11:
 		if size > maxInlineDecoded {
 			return nil, 0, fail(ReasonTooLarge, "file %d: inline decmpfs data decompresses to %d bytes, more than %d", e.id, size, maxInlineDecoded)
 		}
-		b, err := inflateBlock(attr[16:], int(size))
+		b, err := decodeBlock(typ, attr[16:], int(size))
 		if err != nil {
 			return nil, 0, fail(ReasonUnreadable, "file %d: decmpfs data: %v", e.id, err)
 		}
@@ -64,8 +71,71 @@ func (v *Volume) openCompressed(e *entry) (io.ReaderAt, int64, error) {
 			return nil, 0, err
 		}
 		return br, int64(size), nil
+	case 8, 12:
+		rf, err := v.fullFork(e.id, 0xff, e.rsrc)
+		if err != nil {
+			return nil, 0, err
+		}
+		br, err := newOffsetBlockReader(e.id, typ, rf, int64(size))
+		if err != nil {
+			return nil, 0, err
+		}
+		return br, int64(size), nil
 	}
-	return nil, 0, fail(ReasonUnsupportedCompression, "file %d is transparently compressed with decmpfs type %d (LZVN/LZFSE), which the gate does not decode", e.id, typ)
+	return nil, 0, fail(ReasonUnsupportedCompression, "file %d is transparently compressed with decmpfs type %d, which the gate does not decode", e.id, typ)
+}
+
+// decodeBlock decodes one block (or inline data) of want bytes of a
+// decmpfs file of type typ.
+func decodeBlock(typ uint32, src []byte, want int) ([]byte, error) {
+	switch typ {
+	case 7, 8, 11, 12:
+		stored := len(src) > 0 && (src[0] == 0xff || (typ == 7 || typ == 8) && src[0] == 0x06)
+		if stored {
+			if len(src)-1 < want {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return src[1 : 1+want], nil
+		}
+		out := make([]byte, want)
+		decode := lzfse.Decode
+		if typ == 7 || typ == 8 {
+			decode = lzfse.DecodeLZVN
+		}
+		n, err := decode(out, src)
+		if err != nil {
+			return nil, err
+		}
+		if n != want {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return out, nil
+	}
+	return inflateBlock(src, want)
+}
+
+// newOffsetBlockReader reads the block table of a type 8 or 12 resource
+// fork: count+1 offsets from the fork's start, the first just past the
+// table, each block at most twice the block size.
+func newOffsetBlockReader(id, typ uint32, rf *forkFile, size int64) (*blockReader, error) {
+	le := binary.LittleEndian
+	n := (size + decmpfsBlock - 1) / decmpfsBlock
+	raw := make([]byte, 4*(n+1))
+	if _, err := rf.ReadAt(raw, 0); err != nil {
+		return nil, fail(ReasonUnreadable, "file %d: decmpfs block table: %v", id, err)
+	}
+	if int64(le.Uint32(raw)) != 4*(n+1) {
+		return nil, fail(ReasonUnreadable, "file %d: decmpfs block table (%d bytes for %d blocks)", id, le.Uint32(raw), n)
+	}
+	br := &blockReader{id: id, typ: typ, rf: rf, size: size, index: -1}
+	for i := int64(0); i < n; i++ {
+		off, end := le.Uint32(raw[4*i:]), le.Uint32(raw[4*i+4:])
+		if end <= off || end-off > 2*decmpfsBlock || int64(end) > rf.size {
+			return nil, fail(ReasonUnreadable, "file %d: decmpfs block %d (%d to %d) is outside the resource fork", id, i, off, end)
+		}
+		br.blocks = append(br.blocks, [2]uint32{off, end - off})
+	}
+	return br, nil
 }
 
 // inflateBlock decodes one decmpfs block of want bytes: stored after a
@@ -92,6 +162,7 @@ func inflateBlock(src []byte, want int) ([]byte, error) {
 // time, keeping the last one.
 type blockReader struct {
 	id     uint32
+	typ    uint32 // the decmpfs type: 4 (zlib), 8 (LZVN) or 12 (LZFSE)
 	rf     io.ReaderAt
 	size   int64
 	blocks [][2]uint32 // offset (from the table's start), stored size
@@ -118,7 +189,7 @@ func newBlockReader(id uint32, rf *forkFile, size int64) (*blockReader, error) {
 	if _, err := rf.ReadAt(raw, table+4); err != nil {
 		return nil, fail(ReasonUnreadable, "file %d: decmpfs block table: %v", id, err)
 	}
-	br := &blockReader{id: id, rf: rf, size: size, table: table, index: -1}
+	br := &blockReader{id: id, typ: 4, rf: rf, size: size, table: table, index: -1}
 	for i := int64(0); i < n; i++ {
 		off, sz := le.Uint32(raw[8*i:]), le.Uint32(raw[8*i+4:])
 		if sz == 0 || sz > 2*decmpfsBlock || table+int64(off)+int64(sz) > rf.size {
@@ -153,7 +224,7 @@ func (br *blockReader) ReadAt(b []byte, off int64) (int, error) {
 				return n, fail(ReasonUnreadable, "file %d: decmpfs block %d: %v", br.id, i, err)
 			}
 			length := min(decmpfsBlock, br.size-int64(i)*decmpfsBlock)
-			data, err := inflateBlock(src, int(length))
+			data, err := decodeBlock(br.typ, src, int(length))
 			if err != nil {
 				return n, fail(ReasonUnreadable, "file %d: decmpfs block %d: %v", br.id, i, err)
 			}

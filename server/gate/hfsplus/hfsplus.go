@@ -11,8 +11,8 @@
 // (Limits), leaf chains that loop are cut, and a fork's blocks must lie
 // inside the device. Transparently compressed files (decmpfs, the
 // com.apple.decmpfs attribute of the attributes B-tree) are read when
-// zlib-compressed, inline or in the resource fork (decmpfs.go); LZVN/LZFSE
-// ones are ReasonUnsupportedCompression. Hard links, of files ("hlnk"
+// compressed with zlib, LZVN or LZFSE, inline or in the resource fork
+// (decmpfs.go); another type is ReasonUnsupportedCompression. Hard links, of files ("hlnk"
 // records naming an iNode file of the private "\x00\x00\x00\x00HFS+ Private
 // Data" folder) and of folders ("fdrp" records naming a dir_ folder of
 // ".HFS+ Private Directory Data\r"), read as their targets, one hop at most;

@@ -75,15 +75,25 @@ func TestFixtureVolumeIsAnFS(t *testing.T) {
 	}
 }
 
-// Transparently compressed files (decmpfs zlib, inline and in the
-// resource fork) read as their data; sleuthkit's icat agrees.
+// Transparently compressed files (decmpfs zlib, LZVN and LZFSE, inline and
+// in the resource fork) read as their data; sleuthkit's icat agrees (it
+// reads zlib and LZVN, not LZFSE).
 func TestCompressedFiles(t *testing.T) {
+	for name, codec := range map[string]uint32{"zlib": 0, "lzvn": fixture.DecmpfsLZVN, "lzfse": fixture.DecmpfsLZFSE} {
+		t.Run(name, func(t *testing.T) { compressedFiles(t, codec) })
+	}
+}
+
+func compressedFiles(t *testing.T, codec uint32) {
 	big := make([]byte, 200_000)
 	rand.New(rand.NewSource(4)).Read(big[:100_000]) // half random, half zeros: several blocks
 	small := fixture.InfoPlist("com.example.hello", "Hello", false)
+	if codec == fixture.DecmpfsLZVN { // the fixture's LZVN encodes literals: keep it inline
+		small = small[:min(len(small), 2500)]
+	}
 	img := fixture.HFSPlus("C",
-		fixture.HFSFile{Name: "A.app/Contents/Info.plist", Data: small, Compress: true},
-		fixture.HFSFile{Name: "A.app/Contents/MacOS/A", Data: big, Compress: true, Mode: 0o100755},
+		fixture.HFSFile{Name: "A.app/Contents/Info.plist", Data: small, Compress: true, CompressWith: codec},
+		fixture.HFSFile{Name: "A.app/Contents/MacOS/A", Data: big, Compress: true, CompressWith: codec, Mode: 0o100755},
 		fixture.HFSFile{Name: "A.app/Contents/Resources/plain.txt", Data: []byte("plain")})
 	v := openVolume(t, img)
 	for name, want := range map[string][]byte{"A.app/Contents/Info.plist": small, "A.app/Contents/MacOS/A": big, "A.app/Contents/Resources/plain.txt": []byte("plain")} {
@@ -94,6 +104,9 @@ func TestCompressedFiles(t *testing.T) {
 		if fi, err := fs.Stat(v, name); err != nil || fi.Size() != int64(len(want)) {
 			t.Errorf("%s: Stat %v, %v", name, fi, err)
 		}
+	}
+	if codec == fixture.DecmpfsLZFSE {
+		return
 	}
 	path := filepath.Join(t.TempDir(), "c.img")
 	os.WriteFile(path, img, 0o644)
@@ -126,12 +139,19 @@ func TestHostileCompressedFiles(t *testing.T) {
 	img := fixture.HFSPlus("C", fixture.HFSFile{Name: "A", Data: big, Compress: true})
 	i := bytes.Index(img, []byte("fpmc"))
 	var e *Error
-	// the decmpfs header's type: 8 is LZVN
+	// the decmpfs header's type: 0x99 is none the gate knows
+	unknown := bytes.Clone(img)
+	unknown[i+4] = 0x99
+	_, err := fs.ReadFile(openVolume(t, unknown), "A")
+	if !errors.As(err, &e) || e.Reason != ReasonUnsupportedCompression {
+		t.Fatalf("type 0x99: %v", err)
+	}
+	// a zlib resource fork read as LZVN's offset table (type 8)
 	lzvn := bytes.Clone(img)
 	lzvn[i+4] = 8
-	_, err := fs.ReadFile(openVolume(t, lzvn), "A")
-	if !errors.As(err, &e) || e.Reason != ReasonUnsupportedCompression {
-		t.Fatalf("LZVN: %v", err)
+	_, err = fs.ReadFile(openVolume(t, lzvn), "A")
+	if !errors.As(err, &e) || e.Reason != ReasonUnreadable {
+		t.Fatalf("type 8 over a zlib fork: %v", err)
 	}
 	// an uncompressed size of 2^40
 	huge := bytes.Clone(img)
