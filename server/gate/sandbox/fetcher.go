@@ -38,7 +38,7 @@ func (f *fetcher) Fetch(ctx context.Context, r gate.FetchRequest) (*gate.Downloa
 	if variant == variantMissing {
 		return nil, &gate.CheckError{Reason: "gate_download_failed", Err: fmt.Errorf("GET %s: 404 Not Found (sandbox: missing.*)", r.URL)}
 	}
-	format := formatOf(r.URL)
+	format := formatOf(r.Platform, r.URL)
 	body, err := f.s.pkgs.get(packageKey{r.Platform, r.BundleID, variant, format}, func() ([]byte, error) {
 		return f.s.build(r.Platform, r.BundleID, variant, format)
 	})

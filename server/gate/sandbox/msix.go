@@ -6,10 +6,6 @@ import (
 	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 )
 
-// formatMSIX: a Windows download_url whose path ends in .msix or .appx
-// gets an MSIX package.
-const formatMSIX = "msix"
-
 // msixPackage is an MSIX whose manifest Identity Name is the bundle id,
 // holding the sandbox's (unsigned) PE as its executable, signed in-process
 // with relic's appx signer by the Windows leaf — which, as signtool

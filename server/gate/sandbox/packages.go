@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/url"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -40,9 +41,10 @@ const (
 	// good package for them.
 	variantBomb = "bomb" // a chunk decoding to 80 MiB of zeros: gate_package_too_large
 	variantAPFS = "apfs" // an APFS volume: gate_package_apfs_unsupported
-	// variantWrongSigner: a .pkg signed by the Developer ID Application
-	// leaf (a code-signing certificate, not an installer one):
-	// gate_untrusted_signer. Other formats: the good package.
+	// variantWrongSigner: every format signed by a certificate of the
+	// wrong kind (pki.signersFor): a .pkg by the Developer ID Application
+	// leaf, the zipped app's Mach-O, the .dmg's image, the .exe, .msi and
+	// .msix by the Developer ID Installer leaf: gate_untrusted_signer.
 	variantWrongSigner = "wrongsigner"
 	// variantRevoked: every format, signed (and, for macOS, notarised) by
 	// a leaf the sandbox's OCSP responder and CRL report revoked
@@ -108,32 +110,40 @@ func appName(bundleID string) string {
 	return b.String()
 }
 
-// build makes the package for platform, bundleID and variant (not
-// variantMissing). Unknown platforms get the macOS package.
-func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant, format string) ([]byte, error) {
+// build makes the package for platform, bundleID, variant (not
+// variantMissing) and format (formatOf).
+func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant string, format pkgFormat) ([]byte, error) {
 	if variant == variantUnreadable {
 		return []byte(unreadablePage), nil
+	}
+	if format.zipped {
+		inner, err := s.build(platform, bundleID, variant, pkgFormat{kind: format.kind})
+		if err != nil {
+			return nil, err
+		}
+		// One entry at the root, named like a real download; stored, as
+		// the installer is compressed already (and so that any scanner
+		// sees the infected one's EICAR bytes).
+		return zipOf([]zipFile{{name: appName(bundleID) + "-1.0." + format.kind, data: inner, store: true}})
 	}
 	declared := bundleID
 	if variant == variantMismatch {
 		declared += ".mismatch"
 	}
-	if platform == xpromo.PlatformWin && format == formatMSI {
-		return s.msiPackage(declared, appName(bundleID), variant)
+	name := appName(bundleID)
+	switch format.kind {
+	case formatEXE:
+		return s.windowsPackage(declared, name, variant)
+	case formatMSI:
+		return s.msiPackage(declared, name, variant)
+	case formatMSIX:
+		return s.msixPackage(declared, name, variant)
+	case formatDMG:
+		return s.notarise(variant)(s.dmgPackage(declared, name, variant))
+	case formatPKG:
+		return s.notarise(variant)(s.pkgPackage(declared, name, variant))
 	}
-	if platform == xpromo.PlatformWin && format == formatMSIX {
-		return s.msixPackage(declared, appName(bundleID), variant)
-	}
-	if platform == xpromo.PlatformWin {
-		return s.windowsPackage(declared, appName(bundleID), variant)
-	}
-	if format == formatDMG {
-		return s.notarise(variant)(s.dmgPackage(declared, appName(bundleID), variant))
-	}
-	if format == formatPKG {
-		return s.notarise(variant)(s.pkgPackage(declared, appName(bundleID), variant))
-	}
-	return s.notarise(variant)(s.macPackage(declared, appName(bundleID), variant))
+	return s.notarise(variant)(s.macPackage(declared, name, variant))
 }
 
 // macPackage is a zipped <name>.app: Info.plist, a small Mach-O main
@@ -210,29 +220,58 @@ func (s *Sandbox) windowsPackage(bundleID, name, variant string) ([]byte, error)
 	return signPE(exe, s.pki.signersFor(variant).windows)
 }
 
-// formatMSI: a Windows download_url whose path ends in .msi gets an MSI.
-const formatMSI = "msi"
+// pkgFormat is the package a sandbox download serves (formatOf).
+type pkgFormat struct {
+	kind   string // formatApp, formatDMG, formatPKG (macOS); formatEXE, formatMSI, formatMSIX (Windows)
+	zipped bool   // wrapped in a zip: one entry at its root, <Name>-1.0.<kind>
+}
 
-// formatDMG: a macOS download_url whose path ends in .dmg gets a disk image.
-const formatDMG = "dmg"
+// The package kinds.
+const (
+	formatApp  = "app" // macOS's default: a zipped <Name>.app
+	formatDMG  = "dmg" // a UDIF disk image of an HFS+ volume holding the app
+	formatPKG  = "pkg" // a flat installer package
+	formatEXE  = "exe" // Windows's default: a PE executable
+	formatMSI  = "msi"
+	formatMSIX = "msix" // .msix or .appx
+)
 
-// formatOf is the package format a download URL asks for: "msi" for a path
-// ending in .msi (any case), "" (the platform's default) otherwise.
-func formatOf(rawURL string) string {
+// formatOf is the package a download URL asks for on platform, by the end
+// of its path (any case): .dmg or .pkg (macOS), .exe, .msi, .msix or .appx
+// (Windows) is that package, and the same followed by .zip
+// (Snip-1.0.dmg.zip) is that package in a zip, as pkgread.Unwrap opens
+// it. Anything else — a plain .zip, no extension, a package of the other
+// platform — is the platform's default: the zipped .app (macOS; any
+// platform but Windows), the PE (Windows).
+func formatOf(platform xpromo.Platform, rawURL string) pkgFormat {
+	win := platform == xpromo.PlatformWin
+	def := pkgFormat{kind: formatApp}
+	if win {
+		def.kind = formatEXE
+	}
 	u, err := url.Parse(rawURL)
-	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".msi") {
-		return formatMSI
+	if err != nil {
+		return def
 	}
-	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".dmg") {
-		return formatDMG
+	p := strings.ToLower(u.Path)
+	zipped := strings.HasSuffix(p, ".zip")
+	p = strings.TrimSuffix(p, ".zip")
+	var kind string
+	switch ext := path.Ext(p); {
+	case win && ext == ".exe":
+		kind = formatEXE
+	case win && ext == ".msi":
+		kind = formatMSI
+	case win && (ext == ".msix" || ext == ".appx"):
+		kind = formatMSIX
+	case !win && ext == ".dmg":
+		kind = formatDMG
+	case !win && ext == ".pkg":
+		kind = formatPKG
+	default:
+		return def
 	}
-	if err == nil && strings.HasSuffix(strings.ToLower(u.Path), ".pkg") {
-		return formatPKG
-	}
-	if p := strings.ToLower(u.Path); err == nil && (strings.HasSuffix(p, ".msix") || strings.HasSuffix(p, ".appx")) {
-		return formatMSIX
-	}
-	return ""
+	return pkgFormat{kind: kind, zipped: zipped}
 }
 
 // dmgPackage is a UDIF disk image (zlib chunks, zero chunks for the empty
@@ -240,7 +279,8 @@ func formatOf(rawURL string) string {
 // as macPackage's zip and an "Applications" symbolic link. The notarisation
 // ticket is stapled to the image (its signature superblob's ticket slot),
 // as `stapler staple app.dmg` does, not to the app; the image is signed
-// (relic's DMG signer) by the same Developer ID-shaped leaf as the app.
+// (relic's DMG signer) by the same Developer ID-shaped leaf as the app
+// (wrongsigner: the image by the installer leaf, its app as the good one).
 func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 	if variant == variantAPFS {
 		nx := make([]byte, 64<<10)
@@ -420,7 +460,7 @@ type packageKey struct {
 	platform xpromo.Platform
 	bundleID string
 	variant  string
-	format   string
+	format   pkgFormat
 }
 
 // packageCache keeps built packages, forgetting the oldest beyond max.

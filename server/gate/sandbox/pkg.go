@@ -16,9 +16,6 @@ import (
 	"github.com/xpromo/xpromo/server/gate/pkgread"
 )
 
-// formatPKG: a macOS download_url whose path ends in .pkg gets a flat package.
-const formatPKG = "pkg"
-
 // Apple's Developer ID Installer marker and package-signing EKU
 // (server/gate/codesign/pkg.go checks both).
 var (
@@ -78,11 +75,8 @@ func (s *Sandbox) pkgPackage(bundleID, name, variant string) (out []byte, err er
 		files = append(files, fixture.XARFile{Name: "Scripts", Data: eicar, Stored: true})
 	}
 	pkg := fixture.PKG(files...)
-	switch variant {
-	case variantUnsigned:
+	if variant == variantUnsigned {
 		return pkg, nil
-	case variantWrongSigner:
-		return pkgread.StapleXAR(fixture.SignPKGWith(pkg, s.pki.developer), ticket), nil
 	}
 	signed := fixture.SignPKGWith(pkg, s.pki.signersFor(variant).installer)
 	if variant == variantUnnotarized {

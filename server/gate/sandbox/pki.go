@@ -46,10 +46,18 @@ type signers struct {
 	installer *certloader.Certificate // .pkg: Developer ID Installer-shaped
 }
 
-// signersFor is the leaves a variant's package is signed with.
+// signersFor is the leaves a variant's package is signed with. The
+// wrongsigner variant swaps them for certificates of the wrong kind: the
+// macOS code and the Windows packages by the Developer ID Installer-shaped
+// leaf (Apple's package-signing EKU only, no code signing), the .pkg by
+// the Developer ID Application leaf (code signing, not an installer
+// certificate).
 func (p *pki) signersFor(variant string) signers {
-	if variant == variantRevoked {
+	switch variant {
+	case variantRevoked:
 		return p.revoked
+	case variantWrongSigner:
+		return signers{developer: p.installer, windows: p.installer, installer: p.developer}
 	}
 	return p.signers
 }

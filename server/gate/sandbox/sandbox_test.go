@@ -399,7 +399,7 @@ func TestPackageCacheIsBounded(t *testing.T) {
 	c := newPackageCache(2)
 	builds := 0
 	get := func(id string) {
-		if _, err := c.get(packageKey{xpromo.PlatformMac, id, "", ""}, func() ([]byte, error) { builds++; return []byte(id), nil }); err != nil {
+		if _, err := c.get(packageKey{xpromo.PlatformMac, id, "", pkgFormat{kind: formatApp}}, func() ([]byte, error) { builds++; return []byte(id), nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
