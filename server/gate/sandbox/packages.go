@@ -150,17 +150,22 @@ func (s *Sandbox) build(platform xpromo.Platform, bundleID, variant string, form
 // executable signed with the Developer ID-shaped leaf (Info.plist and
 // CodeResources bound, hardened runtime), and a stapled ticket.
 func (s *Sandbox) macPackage(bundleID, name, variant string) ([]byte, error) {
-	files, err := s.macApp(bundleID, name, variant, variant != variantUnnotarized)
+	var signer *certloader.Certificate
+	if variant != variantUnsigned {
+		signer = s.pki.signersFor(variant).developer
+	}
+	files, err := s.macApp(bundleID, name, variant, signer, variant != variantUnnotarized)
 	if err != nil {
 		return nil, err
 	}
 	return zipOf(files)
 }
 
-// macApp is the files of the sandbox's <name>.app, signed unless the
-// variant is unsigned (by the variant's leaf), with a ticket stapled to it
-// when staple.
-func (s *Sandbox) macApp(bundleID, name, variant string, staple bool) ([]zipFile, error) {
+// macApp is the files of the sandbox's <name>.app for variant (its
+// Info.plist names it, so that each variant's code directory, the
+// notarisation record's name, is its own), signed by signer unless it is
+// nil, with a ticket stapled to it when staple.
+func (s *Sandbox) macApp(bundleID, name, variant string, signer *certloader.Certificate, staple bool) ([]zipFile, error) {
 	info, err := plist.MarshalIndent(map[string]any{
 		"CFBundleIdentifier":            bundleID,
 		"CFBundleExecutable":            name,
@@ -183,8 +188,8 @@ func (s *Sandbox) macApp(bundleID, name, variant string, staple bool) ([]zipFile
 	exe := fixture.MachO(nil)
 	app := name + ".app/Contents/"
 	files := []zipFile{{name: app + "Info.plist", data: info}}
-	if variant != variantUnsigned {
-		if exe, err = signMachO(exe, s.pki.signersFor(variant).developer, info); err != nil {
+	if signer != nil {
+		if exe, err = signMachO(exe, signer, info); err != nil {
 			return nil, err
 		}
 		files = append(files, zipFile{name: app + "_CodeSignature/CodeResources", data: codeResources})
@@ -287,11 +292,17 @@ func (s *Sandbox) dmgPackage(bundleID, name, variant string) ([]byte, error) {
 		copy(nx[32:], "NXSB")
 		return fixture.UDIF(nil, fixture.UDIFPartition{Name: "disk image (Apple_APFS : 1)", Data: nx}), nil
 	}
-	appVariant := variantUnnotarized // the ticket goes on the image
-	if variant == variantUnsigned || variant == variantRevoked {
-		appVariant = variant // unsigned, or signed by the revoked leaf
+	// The app: unsigned, or signed by the revoked leaf, or else by the good
+	// one; never stapled (the ticket goes on the image).
+	var signer *certloader.Certificate
+	switch variant {
+	case variantUnsigned:
+	case variantRevoked:
+		signer = s.pki.revoked.developer
+	default:
+		signer = s.pki.developer
 	}
-	files, err := s.macApp(bundleID, name, appVariant, false)
+	files, err := s.macApp(bundleID, name, variant, signer, false)
 	if err != nil {
 		return nil, err
 	}
