@@ -30,18 +30,21 @@ func (n *Nested) Close() error {
 	return os.Remove(n.File.Name())
 }
 
-// Unwrap looks one level into a zip that is not itself an app: a .zip
-// around one installer (winget's "zip" packages: a setup.exe, an .msi;
-// Homebrew's zipped .pkg) holds exactly one .msi, or else exactly one
-// .exe, or else exactly one .pkg, or else exactly one .msix/.appx, at its
-// root or one folder down; a .zip around a macOS disk image (Homebrew's
-// "container nested:" casks) holds exactly one .dmg and no installer. That
-// file is extracted — at most maxBytes decompressed (0:
-// DefaultMaxNestedBytes), streamed to a temporary file — and returned
-// when its bytes are a PE, an MSI, a flat package, an MSIX or a UDIF image, for the readers and
-// verifiers to read instead of the zip. Anything else (a zipped .app, an
-// MSIX, several installers, none, a nested zip) returns nil: there is
-// nothing to unwrap, and only one level is ever opened.
+// Unwrap looks one level into a zip that is not itself an app or an
+// MSIX: a .zip around one installer (winget's "zip" packages: a
+// setup.exe, an .msi, an .msix; Homebrew's zipped .pkg) holds exactly one
+// .msi, or else exactly one .exe, or else exactly one .pkg, or else
+// exactly one .msix/.appx, at its root or one folder down; a .zip around a
+// macOS disk image (Homebrew's "container nested:" casks) holds exactly
+// one .dmg and no installer. That file is extracted — at most maxBytes
+// decompressed (0: DefaultMaxNestedBytes), streamed to a temporary file —
+// and returned when its bytes are a PE, an MSI, a flat package, a UDIF
+// image or an MSIX (a zip that reads as one: its manifest), for the
+// readers and verifiers to read instead of the zip. Anything else returns
+// nil — a zip that is itself a package (a zipped .app: a
+// <name>.app/Contents/Info.plist; an MSIX or MSIX bundle: its manifest at
+// the root), several installers, none, a zip in a zip — there is nothing
+// to unwrap, and only one level is ever opened.
 func Unwrap(ctx context.Context, ra io.ReaderAt, size int64, lim Limits, maxBytes int64) (*Nested, error) {
 	if f, err := Detect(ra, size); err != nil || f != FormatZip {
 		return nil, nil

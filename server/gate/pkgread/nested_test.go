@@ -90,3 +90,21 @@ func TestBombNestedInstaller(t *testing.T) {
 	_, err = unwrap(t, lying, 1<<20)
 	wantReason(t, err, ReasonPackageUnreadable)
 }
+
+// An MSIX in a zip (a zip itself) is unwrapped when it reads as an MSIX;
+// a zip named .msix that is not one is left alone.
+func TestUnwrapOneMSIX(t *testing.T) {
+	msix := fixture.MSIX(fixture.AppxManifest("Example.Hello", "CN=Example", "1.0.0.0"), fixture.File{Name: "Hello.exe", Data: fixture.PE(nil)})
+	n, err := unwrap(t, fixture.Zip(fixture.File{Name: "Hello-1.0.msix", Data: msix}), 0)
+	if err != nil || n == nil || n.Path != "Hello-1.0.msix" {
+		t.Fatalf("%+v %v", n, err)
+	}
+	id, err := Reader{}.Read(context.Background(), n.File, n.Size)
+	if err != nil || id.Format != FormatMSIX || id.BundleIDs[0] != "Example.Hello" {
+		t.Fatalf("%+v %v", id, err)
+	}
+	notMSIX := fixture.Zip(fixture.File{Name: "readme.txt", Data: []byte("hi")})
+	if n, err := unwrap(t, fixture.Zip(fixture.File{Name: "Hello.appx", Data: notMSIX}), 0); n != nil || err != nil {
+		t.Fatalf("a zip named .appx: %+v %v", n, err)
+	}
+}
