@@ -42,6 +42,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/xpromo/xpromo/server/detach"
 )
 
 // Config tunes a store's group commit.
@@ -150,7 +152,11 @@ func (c *Committer[T]) Do(ctx context.Context, fn func(ctx context.Context, tx T
 	c.queue.Push(u, c.cfg.InFlight, c.loop)
 	<-u.done
 	if u.again {
-		return c.store.Alone(context.WithoutCancel(ctx), fn)
+		// Nothing of it was written: alone, it runs on if ctx is canceled,
+		// but not past ctx's deadline (issue 31).
+		actx, cancel := detach.KeepDeadline(ctx)
+		defer cancel()
+		return c.store.Alone(actx, fn)
 	}
 	return u.err
 }
@@ -209,8 +215,14 @@ func (c *Committer[T]) batch(first *unit[T]) {
 		}
 	}()
 	// The transaction belongs to no caller: one that goes away must not roll
-	// back the others.
-	ctx := context.WithoutCancel(first.ctx)
+	// back the others. It keeps the first caller's deadline, the earliest
+	// of the batch's in a server whose requests share one
+	// (--request-timeout): without it, a database that stopped answering
+	// would keep every caller of the batch waiting with no bound (issue 31).
+	// Cut off, the batch's units run alone (before COMMIT) or answer
+	// unknown (COMMIT sent).
+	ctx, cancel := detach.KeepDeadline(first.ctx)
+	defer cancel()
 	sh, err := c.store.Begin(ctx)
 	if err != nil {
 		first.again = true

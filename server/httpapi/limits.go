@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/detach"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/txunit"
@@ -247,7 +248,14 @@ func (s *Server) runClaimed(next http.Handler, w http.ResponseWriter, r *http.Re
 // claim is still held then.
 func (s *Server) settle(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *recorder, unit *txunit.Unit, claim *idempotency.Claim, before http.Header, release func()) (retry bool, err error) {
 	svc := s.services.Idempotency
-	bg := context.WithoutCancel(ctx) // still in the unit
+	// Still in the unit. The answer is stored even if the client has gone,
+	// but not past the request's deadline: the unit's transaction may open
+	// here (a payout's writes are its own), and under a context without a
+	// deadline its BEGIN, statements and COMMIT would wait on a database
+	// that stopped answering with no bound (issue 31). Past the deadline
+	// nothing of the unit commits and the request answers 503.
+	bg, cancel := detach.KeepDeadline(ctx)
+	defer cancel()
 	if failed := unit.Err(); failed != nil {
 		// A write failed: the unit can only roll back, taking every write
 		// of the request with it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/xpromo/xpromo/server/detach"
 	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/txunit"
 )
@@ -227,8 +228,13 @@ func (l *Ledger) commitBatch(batch []*posting) {
 		ops[i] = p.op
 	}
 	// The transaction belongs to no caller: one that goes away must not roll
-	// back the others. Its statements run under the first caller's values.
-	ctx := context.WithoutCancel(batch[0].ctx)
+	// back the others. Its statements run under the first caller's values
+	// and deadline (the earliest of the batch's when requests share one,
+	// --request-timeout): without a deadline, a database that stopped
+	// answering would keep every caller of the batch waiting with no bound
+	// (issue 31).
+	ctx, cancel := detach.KeepDeadline(batch[0].ctx)
+	defer cancel()
 	var results []Result
 	var errs []error
 	err := l.Store.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -252,7 +258,9 @@ func (l *Ledger) commitBatch(batch []*posting) {
 	// The transaction failed as a whole and wrote nothing: post each alone,
 	// in the same order, so that the failure stays with its cause.
 	for _, p := range batch {
-		p.res, p.err = l.postAlone(context.WithoutCancel(p.ctx), p.op)
+		pctx, cancel := detach.KeepDeadline(p.ctx)
+		p.res, p.err = l.postAlone(pctx, p.op)
+		cancel()
 	}
 }
 

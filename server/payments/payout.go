@@ -11,6 +11,7 @@ import (
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/detach"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
@@ -198,9 +199,18 @@ func (s *Service) Payout(ctx context.Context, appID string) (Payout, error) {
 	if err != nil {
 		return Payout{}, err
 	}
-	// The amount is reserved: the payout runs to its end even if the client
-	// goes away.
-	ctx = context.WithoutCancel(ctx)
+	// The amount is reserved: the payout runs on if the client goes away
+	// (its cancellation), but not past the request's deadline
+	// (--request-timeout). The provider's call is bounded by it too: cut
+	// off, the transfer's outcome is unknown (outcomeUnknown), which is safe,
+	// since the transfer's idempotency key is the payout id and every later
+	// resolve asks FindTransfer first. Recording the outcome is bounded by
+	// it: a database that stopped answering must not keep the client
+	// waiting past its deadline (issue 31). Either way the payout stays
+	// pending and answers 503 unavailable; the retry with the same
+	// Idempotency-Key, or the recovery pass, finishes it.
+	ctx, cancel := detach.KeepDeadline(ctx)
+	defer cancel()
 	if retried && p.Status == PayoutPending {
 		// The request that created it died, or is still running; resolving
 		// twice is harmless (FindTransfer first, same transfer key, keyed
@@ -210,7 +220,7 @@ func (s *Service) Payout(ctx context.Context, appID string) (Payout, error) {
 		p, err = s.resolve(ctx, p, false)
 	}
 	if err != nil {
-		return Payout{}, s.unresolved(ctx, p, err)
+		return Payout{}, s.unresolved(ctx, p, keyed, err)
 	}
 	return outcome(p)
 }
@@ -338,13 +348,23 @@ func outcome(p Payout) (Payout, error) {
 }
 
 // unresolved logs a payout left pending and returns the API's answer: 503
-// when the provider's answer is unknown, a 500 (no code suggesting that no
-// money moved) when recording the outcome failed.
-func (s *Service) unresolved(ctx context.Context, p Payout, err error) error {
+// unavailable when the provider's answer is unknown, or when the outcome
+// could not be recorded because the database was unavailable or the
+// request's deadline passed (the retry with the same Idempotency-Key, or
+// the recovery pass, finishes it); a 500 (no code suggesting that no money
+// moved) when recording the outcome failed otherwise.
+func (s *Service) unresolved(ctx context.Context, p Payout, keyed bool, err error) error {
 	s.log().ErrorContext(ctx, "payout left pending: the recovery pass resolves it",
 		"payout_id", p.ID, "app_id", p.AppID, "amount_cents", p.AmountCents, "error", err.Error())
-	if errors.Is(err, ErrTransferUnknown) {
-		return apperr.New(apperr.Unavailable, "the payment processor did not confirm payout %s; it stays in progress until the recovery pass resolves it", p.ID)
+	retry := "the recovery pass resolves it"
+	if keyed {
+		retry = "retry with the same Idempotency-Key for its outcome"
+	}
+	switch {
+	case errors.Is(err, ErrTransferUnknown):
+		return apperr.New(apperr.Unavailable, "the payment processor did not confirm payout %s; it stays in progress: %s", p.ID, retry)
+	case apperr.Is(err, apperr.Unavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return apperr.New(apperr.Unavailable, "the outcome of payout %s could not be recorded within the request's deadline (the database is unavailable); it stays in progress: %s", p.ID, retry)
 	}
 	// Deliberately %v, not %w: the caller gets a 500 with a request id.
 	return fmt.Errorf("payments: payout %s stays pending: %v", p.ID, err)
