@@ -10,7 +10,7 @@ import (
 )
 
 // The figures of package gauges. Each query reads a partial or range index
-// (plan_internal_test.go holds them to it): payouts_pending,
+// (gauges_plan_internal_test.go holds them to it): payouts_pending,
 // outbox_pending, webhook_deliveries_due, jobs_queued and jobs_leases,
 // chains_due_activated and chains_due_installed.
 
