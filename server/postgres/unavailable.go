@@ -75,6 +75,11 @@ func unavailableClass(ctx context.Context, err error, connGone bool) string {
 	case !connGone:
 	case errors.As(err, &ne),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		// pgx's "conn closed": a pooled connection the driver had already
+		// closed (its socket went away with the primary), found on acquire
+		// or first use. Nothing was sent on it (the 20-cycle failover run's
+		// one 500, a sweep after SIGKILL of the primary).
+		errors.Is(err, pgconn.ErrConnClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
 		return classConnection
 	}
