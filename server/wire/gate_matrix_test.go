@@ -75,7 +75,7 @@ func gateMatrix() []gateMatrixCase {
 // not. One store (SQLite): the store's part is TestGateThroughTheAPI's.
 func TestGateMatrixInTestMode(t *testing.T) {
 	ctx := context.Background()
-	srv, err := wire.Build(wire.Config{JobInterval: 25 * time.Millisecond, JobConcurrency: 8, ReadLimit: 100_000, WriteLimit: 100_000}, storagetest.SQLite(t))
+	srv, err := wire.Build(wire.Config{JobInterval: 5 * time.Millisecond, JobConcurrency: 8, ReadLimit: 100_000, WriteLimit: 100_000}, storagetest.SQLite(t))
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.HTTP)
 	t.Cleanup(ts.Close)
