@@ -119,7 +119,7 @@ func TestGateMatrixInTestMode(t *testing.T) {
 			}
 		}
 		return true
-	}, 120*time.Second, 50*time.Millisecond, "the gate decides every app")
+	}, 120*time.Second, 100*time.Millisecond, "the gate decides every app")
 
 	for i, a := range apps {
 		name := fmt.Sprintf("%s %s%s", a.platform, a.variant, a.path)
