@@ -257,8 +257,21 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 	if err := settle(cfg.End); err != nil {
 		return sz, err
 	}
+	// A bulk load ends with the planner's statistics taken (PostgreSQL:
+	// postgres.DB.Analyze), as autovacuum would take them on a server
+	// running it.
+	if a, ok := s.(analyzer); ok {
+		if err := a.Analyze(ctx); err != nil {
+			return sz, err
+		}
+	}
 	sz.Took = time.Since(start)
 	return sz, nil
+}
+
+// analyzer is a store that takes its planner's statistics on demand.
+type analyzer interface {
+	Analyze(ctx context.Context) error
 }
 
 // settlement is a clearing or a release the generator writes at its time.

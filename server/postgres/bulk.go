@@ -40,3 +40,20 @@ func (t *tx) CopyChains(ctx context.Context, cs []attribution.Chain) error {
 	}
 	return wrap(err, "copying chains")
 }
+
+// Analyze takes the planner's statistics of every table (ANALYZE), on a
+// connection of its own as the login role, which owns the tables (the
+// pool's connections run as xpromo_app): the last step of loadgen.History's
+// bulk load, as after any bulk load. A server running autovacuum analyzes a
+// table after a tenth of it changed; CI's PostgreSQL runs with autovacuum
+// off, where the history's reads were planned on the estimates of tables
+// never analyzed (BENCHMARKS.md, "A year of history", wip/reads).
+func (db *DB) Analyze(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return wrap(err, "connecting to analyze")
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SET statement_timeout = 0; ANALYZE")
+	return wrap(err, "analyzing")
+}

@@ -193,14 +193,22 @@ func (t *tx) AdvertiserBalance(ctx context.Context, appID string) (int64, error)
 // The floor of a hold is the one its chain's offer was made under: the
 // highest version of the (category, platform) floor dated at or before the
 // offer, else (an offer older than the history) the first version.
-const holdStats = `SELECT count(*), count(r.hold_id),
+// The resolution and the chain are looked up per hold (LATERAL with LIMIT 1,
+// which the planner cannot flatten into a join; each is unique by its
+// primary key, so the figures are the same): the holds of the window are a
+// day's at most (package rollup), and as plain joins PostgreSQL planned a
+// hash join over every resolution of the history, or a parallel scan of
+// every hold, on the full store (BENCHMARKS.md, "A year of history",
+// wip/reads).
+const holdStats = `SELECT count(*), count(r.resolution),
   count(*) FILTER (WHERE r.resolution = 'charge'),
   coalesce(sum(h.amount) FILTER (WHERE r.resolution = 'charge'), 0)::bigint,
   count(f.floor_cents) FILTER (WHERE r.resolution = 'charge'),
   coalesce(sum(f.floor_cents) FILTER (WHERE r.resolution = 'charge'), 0)::bigint,
   count(*) FILTER (WHERE r.resolution = 'release' AND c.reason = 'publisher_suspended')
-FROM escrow_holds h LEFT JOIN escrow_resolutions r ON r.hold_id = h.id
-LEFT JOIN chains c ON c.id = h.chain_id
+FROM escrow_holds h
+LEFT JOIN LATERAL (SELECT x.resolution FROM escrow_resolutions x WHERE x.hold_id = h.id LIMIT 1) r ON true
+LEFT JOIN LATERAL (SELECT y.reason, y.category, y.platform, y.offered_at FROM chains y WHERE y.id = h.chain_id LIMIT 1) c ON true
 LEFT JOIN LATERAL (SELECT cf.floor_cents FROM category_floors cf WHERE cf.category = c.category AND cf.platform = c.platform
   ORDER BY CASE WHEN cf.at <= c.offered_at THEN cf.version ELSE -cf.version END DESC LIMIT 1) f ON true
 WHERE h.created_at BETWEEN $1 AND $2`

@@ -10,14 +10,14 @@ import (
 	"github.com/xpromo/xpromo/server/market"
 )
 
-// The reads of the daily rollups (migration 00032, docs/stats.md). Every
+// The reads of the daily rollups (migrations 00032 and 00037, docs/stats.md). Every
 // day argument is a UTC midnight; both ends are included. A rollup row can
 // hold 0 where every fact once counted moved elsewhere, hence the HAVING
 // clauses: the raw queries never report a key with nothing in it.
 
 func (t *tx) ChainStatsDays(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT coalesce(sum(fills), 0)::bigint, coalesce(sum(clicks), 0)::bigint FROM stats_daily
+	err := t.queryRow(ctx, `SELECT coalesce(sum(fills), 0)::bigint, coalesce(sum(clicks), 0)::bigint FROM stats_daily_apps
 WHERE app_id = $1 AND side = 'advertiser' AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date`,
 		[]any{appID, from, to}, &s.Impressions, &s.Clicks)
 	if err != nil {
@@ -39,7 +39,7 @@ GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, from, to}, func(rows pgx.
 
 func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily
+	err := t.queryRow(ctx, `SELECT coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily_apps
 WHERE side = 'advertiser' AND day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`,
 		[]any{from, to}, &s.Chains, &s.FraudRejected)
 	if err != nil {
@@ -72,13 +72,22 @@ func (t *tx) NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (mark
 	return t.holdStats(ctx, holdStatsDays, from, to)
 }
 
+// DailyStats reads an app's rows of stats_daily_apps (migration 00037: one
+// a side and day, whatever the campaigns), or with a campaign that
+// campaign's rows of stats_daily.
 func (t *tx) DailyStats(ctx context.Context, appID, campaignID string, from, to time.Time) ([]attribution.DailyRow, error) {
 	var out []attribution.DailyRow
-	err := t.query(ctx, `SELECT day, side, sum(fills)::bigint, sum(clicks)::bigint, sum(installs)::bigint, sum(activated)::bigint,
-  sum(cleared)::bigint, sum(refunded)::bigint, sum(rejected)::bigint, sum(spend_cents)::bigint, sum(earned_cents)::bigint
+	query, args := `SELECT day, side, fills, clicks, installs, activated, cleared, refunded, rejected, spend_cents, earned_cents
+FROM stats_daily_apps WHERE app_id = $1 AND side IN ('advertiser', 'publisher')
+  AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date
+ORDER BY day, side`, []any{appID, from, to}
+	if campaignID != "" {
+		query, args = `SELECT day, side, fills, clicks, installs, activated, cleared, refunded, rejected, spend_cents, earned_cents
 FROM stats_daily WHERE app_id = $1 AND side IN ('advertiser', 'publisher')
-  AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date AND ($4 = '' OR campaign_id = $4)
-GROUP BY day, side ORDER BY day, side`, []any{appID, from, to, campaignID}, func(rows pgx.Rows) error {
+  AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date AND campaign_id = $4
+ORDER BY day, side`, append(args, campaignID)
+	}
+	err := t.query(ctx, query, args, func(rows pgx.Rows) error {
 		var r attribution.DailyRow
 		var day time.Time
 		if err := rows.Scan(&day, &r.Side, &r.Fills, &r.Clicks, &r.Installs, &r.Activated, &r.Cleared, &r.Refunded, &r.Rejected,

@@ -15,7 +15,7 @@ import (
 
 func (t *tx) ChainStatsDays(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
-	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(fills), 0), coalesce(sum(clicks), 0) FROM stats_daily
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(fills), 0), coalesce(sum(clicks), 0) FROM stats_daily_apps
 WHERE app_id = ? AND side = 'advertiser' AND day BETWEEN ? AND ?`, appID, micros(from), micros(to)).Scan(&s.Impressions, &s.Clicks)
 	if err != nil {
 		return s, wrap(err)
@@ -36,7 +36,7 @@ GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, micros(from), micros(to)}
 
 func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(chains), 0), coalesce(sum(chains_fraud), 0) FROM stats_daily
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(chains), 0), coalesce(sum(chains_fraud), 0) FROM stats_daily_apps
 WHERE side = 'advertiser' AND day BETWEEN ? AND ?`, micros(from), micros(to)).Scan(&s.Chains, &s.FraudRejected)
 	if err != nil {
 		return s, wrap(err)
@@ -67,17 +67,23 @@ func (t *tx) NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (mark
 }
 
 // DailyStats reads each side on its own, as one range of the primary key
-// (app_id, side, day, campaign_id) grouped in the key's order, and merges the
-// two by day: with both sides in one query SQLite sorted every day's groups
-// in a temporary B-tree (ORDER BY day, side across two ranges), which is what
-// the 366-day series paid for (BENCHMARKS.md, "A year of history").
+// in the key's order, and merges the two by day: with both sides in one
+// query SQLite sorted the rows in a temporary B-tree (ORDER BY day, side
+// across two ranges), which is what the 366-day series paid for
+// (BENCHMARKS.md, "A year of history"). Without a campaign the range is of
+// stats_daily_apps (migration 00037: one row a side and day, whatever the
+// campaigns), with one of stats_daily (app_id, side, day, campaign_id): one
+// row a day of that campaign.
 func (t *tx) DailyStats(ctx context.Context, appID, campaignID string, from, to time.Time) ([]attribution.DailyRow, error) {
+	query := `SELECT day, fills, clicks, installs, activated, cleared, refunded, rejected, spend_cents, earned_cents
+FROM stats_daily_apps WHERE app_id = ?1 AND side = ?2 AND day BETWEEN ?3 AND ?4 AND ?5 = '' ORDER BY day`
+	if campaignID != "" {
+		query = `SELECT day, fills, clicks, installs, activated, cleared, refunded, rejected, spend_cents, earned_cents
+FROM stats_daily WHERE app_id = ?1 AND side = ?2 AND day BETWEEN ?3 AND ?4 AND campaign_id = ?5 ORDER BY day`
+	}
 	var sides [2][]attribution.DailyRow
 	for i, side := range []string{"advertiser", "publisher"} {
-		err := t.rows(ctx, `SELECT day, sum(fills), sum(clicks), sum(installs), sum(activated), sum(cleared), sum(refunded),
-  sum(rejected), sum(spend_cents), sum(earned_cents)
-FROM stats_daily WHERE app_id = ?1 AND side = ?2 AND day BETWEEN ?3 AND ?4 AND (?5 = '' OR campaign_id = ?5)
-GROUP BY day ORDER BY day`, []any{appID, side, micros(from), micros(to), campaignID}, func(rows *sql.Rows) error {
+		err := t.rows(ctx, query, []any{appID, side, micros(from), micros(to), campaignID}, func(rows *sql.Rows) error {
 			r := attribution.DailyRow{Side: side}
 			var day int64
 			if err := rows.Scan(&day, &r.Fills, &r.Clicks, &r.Installs, &r.Activated, &r.Cleared, &r.Refunded, &r.Rejected,
