@@ -88,13 +88,7 @@ func TestGateDMGRejections(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				w.t = t
-				a := w.register(c.spec)
-				w.run()
-				sc := w.score(a.ID)
-				assert.Equal(t, xpromo.AppStatusRejected, sc.Status)
-				assert.Equal(t, c.gate, sc.Gate)
-				require.NotEmpty(t, sc.Reasons)
-				assert.Equal(t, c.reason, sc.Reasons[0], sc.Reasons)
+				w.rejected(c.spec, c.reason, c.gate)
 			})
 		}
 	})

@@ -102,13 +102,7 @@ func TestGatePKGRejections(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				w.t = t
-				a := w.register(appSpec{bundleID: "com.snip.pkg", pkg: c.pkg})
-				w.run()
-				sc := w.score(a.ID)
-				assert.Equal(t, xpromo.AppStatusRejected, sc.Status)
-				assert.Equal(t, c.gate, sc.Gate)
-				require.NotEmpty(t, sc.Reasons)
-				assert.Equal(t, c.reason, sc.Reasons[0], sc.Reasons)
+				w.rejected(appSpec{bundleID: "com.snip.pkg", pkg: c.pkg}, c.reason, c.gate)
 			})
 		}
 	})
@@ -189,13 +183,7 @@ func TestGateMSIXRejections(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				w.t = t
-				a := w.register(appSpec{platform: "win", bundleID: "com.snip.msix", pkg: c.pkg})
-				w.run()
-				sc := w.score(a.ID)
-				assert.Equal(t, xpromo.AppStatusRejected, sc.Status)
-				assert.Equal(t, c.gate, sc.Gate)
-				require.NotEmpty(t, sc.Reasons)
-				assert.Equal(t, c.reason, sc.Reasons[0], sc.Reasons)
+				w.rejected(appSpec{platform: "win", bundleID: "com.snip.msix", pkg: c.pkg}, c.reason, c.gate)
 			})
 		}
 	})

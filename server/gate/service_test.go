@@ -159,6 +159,20 @@ func (w *world) score(appID string) xpromo.Score {
 	return sc
 }
 
+// rejected registers spec and runs the gate: the app must end rejected
+// with reason first and exactly the checks of want passed.
+func (w *world) rejected(spec appSpec, reason string, want xpromo.Gate) apps.App {
+	w.t.Helper()
+	a := w.register(spec)
+	w.run()
+	sc := w.score(a.ID)
+	assert.Equal(w.t, xpromo.AppStatusRejected, sc.Status)
+	assert.Equal(w.t, want, sc.Gate)
+	require.NotEmpty(w.t, sc.Reasons)
+	assert.Equal(w.t, reason, sc.Reasons[0], sc.Reasons)
+	return a
+}
+
 func (w *world) view(appID string) apps.AppView {
 	w.t.Helper()
 	v, err := w.apps.AppView(ctx, appID)
@@ -460,13 +474,7 @@ func TestGateRejections(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				w.t = t
-				a := w.register(c.spec)
-				w.run()
-				sc := w.score(a.ID)
-				assert.Equal(t, xpromo.AppStatusRejected, sc.Status)
-				assert.Equal(t, c.gate, sc.Gate)
-				require.NotEmpty(t, sc.Reasons)
-				assert.Equal(t, c.reason, sc.Reasons[0], sc.Reasons)
+				a := w.rejected(c.spec, c.reason, c.gate)
 				h := w.view(a.ID).History
 				assert.Equal(t, c.reason, h[len(h)-1].Reason)
 				assert.Equal(t, apps.ActorGate, h[len(h)-1].Actor)
