@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 	"github.com/xpromo/xpromo/server/internal/testtool"
 )
 
@@ -111,18 +112,13 @@ func bigSignedMSI(b *testing.B, size int64) string {
 		b.Fatal(err)
 	}
 	payload.Close()
-	os.WriteFile(filepath.Join(dir, "hello.wxs"), []byte(helloWXS), 0o600)
-	cmd := exec.Command("wixl", "-a", "x64", "-o", "hello.msi", "hello.wxs")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("wixl: %v\n%s", err, out)
-	}
+	msi := fixture.Wixl(b, dir)
 	os.Remove(filepath.Join(dir, "payload.bin"))
 	certs, key := testPKI().leaf.WritePEM(dir)
 	out := filepath.Join(dir, "signed.msi")
-	if o, err := exec.Command("osslsigncode", "sign", "-certs", certs, "-key", key, "-h", "sha256", "-in", filepath.Join(dir, "hello.msi"), "-out", out).CombinedOutput(); err != nil {
+	if o, err := exec.Command("osslsigncode", "sign", "-certs", certs, "-key", key, "-h", "sha256", "-in", msi, "-out", out).CombinedOutput(); err != nil {
 		b.Fatalf("osslsigncode: %v\n%s", err, o)
 	}
-	os.Remove(filepath.Join(dir, "hello.msi"))
+	os.Remove(msi)
 	return out
 }

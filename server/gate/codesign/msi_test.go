@@ -11,42 +11,19 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/xpromo/xpromo/server/internal/testtool"
+	"github.com/xpromo/xpromo/server/gate/internal/fixture"
 )
 
 // The MSI fixtures are what publishers ship: built by msitools' wixl from
-// WiX source and signed by osslsigncode, with certificates made here.
+// WiX source (fixture.Wixl) and signed by osslsigncode, with certificates
+// made here.
 
-const helloWXS = `<?xml version="1.0" encoding="utf-8"?>
-<Wix xmlns="http://schemas.microsoft.com/wix/2006/wi">
-  <Product Id="11111111-2222-3333-4444-555555555555" Name="com.example.hello" Language="1033" Version="1.2.3"
-           Manufacturer="Example Ltd" UpgradeCode="12345678-1234-1234-1234-123456789abc">
-    <Package InstallerVersion="200" Compressed="yes" InstallScope="perMachine"/>
-    <Media Id="1" Cabinet="hello.cab" EmbedCab="yes"/>
-    <Directory Id="TARGETDIR" Name="SourceDir">
-      <Directory Id="ProgramFiles64Folder">
-        <Directory Id="INSTALLDIR" Name="Hello">
-          <Component Id="Main" Guid="aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"><File Id="Payload" Source="payload.bin"/></Component>
-        </Directory>
-      </Directory>
-    </Directory>
-    <Feature Id="Main" Level="1"><ComponentRef Id="Main"/></Feature>
-  </Product>
-</Wix>`
-
-// buildMSI runs wixl on helloWXS with a payload file of the given bytes.
+// buildMSI runs wixl with a payload file of the given bytes.
 func buildMSI(t *testing.T, payload []byte) []byte {
 	t.Helper()
-	testtool.Command(t, "wixl", "Debian: apt-get install wixl; the MSI signature tests build their fixtures with it")
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "hello.wxs"), []byte(helloWXS), 0o600)
 	os.WriteFile(filepath.Join(dir, "payload.bin"), payload, 0o600)
-	cmd := exec.Command("wixl", "-a", "x64", "-o", "hello.msi", "hello.wxs")
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("wixl: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "hello.msi"))
+	b, err := os.ReadFile(fixture.Wixl(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
