@@ -311,3 +311,16 @@ func (s *Service) Job(ctx context.Context, appID, jobID string) (Job, error) {
 
 // notFound is the error for an app id that names no app.
 func notFound() error { return apperr.New(apperr.NotFound, "app not found") }
+
+// lockApp reads the app for update inside tx: a concurrent change to it
+// waits until tx ends. A missing app is not_found.
+func lockApp(ctx context.Context, tx Tx, appID string) (App, error) {
+	a, ok, err := tx.GetApp(ctx, appID, true)
+	if err != nil {
+		return App{}, err
+	}
+	if !ok {
+		return App{}, notFound()
+	}
+	return a, nil
+}

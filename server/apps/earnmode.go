@@ -75,12 +75,9 @@ func (s *Service) SetEarnMode(ctx context.Context, appID, mode string) (EarnMode
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		// Locked: a concurrent switch or status change waits, so the check
 		// below holds until this commits.
-		a, ok, err := tx.GetApp(ctx, appID, true)
+		a, err := lockApp(ctx, tx, appID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return notFound()
 		}
 		if a.Status == xpromo.AppStatusSuspended || a.Status == xpromo.AppStatusRejected {
 			return apperr.New(apperr.EarnModeNotAllowed, "the app is %s; it cannot change its earn mode", a.Status)

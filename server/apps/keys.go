@@ -112,10 +112,8 @@ func (s *Service) RotateKey(ctx context.Context, appID string) (string, time.Tim
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
 		// Locking the app serialises rotations: two concurrent ones cannot
 		// each leave the other's new key without an expiry.
-		if _, ok, err := tx.GetApp(ctx, appID, true); err != nil {
+		if _, err := lockApp(ctx, tx, appID); err != nil {
 			return err
-		} else if !ok {
-			return notFound()
 		}
 		if err := tx.ExpireAppAPIKeys(ctx, appID, expires); err != nil {
 			return err

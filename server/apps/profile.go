@@ -74,15 +74,11 @@ func (s *Service) UpdateAppcastURL(ctx context.Context, appID string, url *strin
 	var a App
 	var job *Job
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
-		var ok bool
 		var err error
 		// Locked: a concurrent change waits, so the audit's "from" is the
 		// value this one replaces.
-		if a, ok, err = tx.GetApp(ctx, appID, true); err != nil {
+		if a, err = lockApp(ctx, tx, appID); err != nil {
 			return err
-		}
-		if !ok {
-			return notFound()
 		}
 		job = nil // a retried transaction starts over
 		if a.AppcastURL == next {

@@ -30,12 +30,9 @@ var next = map[xpromo.AppStatus][]xpromo.AppStatus{
 // trading (approved → throttled → live), fraud (→ suspended). reason should
 // be a stable lowercase code for every actor but admin.
 func (s *Service) Transition(ctx context.Context, tx Tx, appID string, to xpromo.AppStatus, reason, actor string) (App, error) {
-	a, ok, err := tx.GetApp(ctx, appID, true)
+	a, err := lockApp(ctx, tx, appID)
 	if err != nil {
 		return App{}, err
-	}
-	if !ok {
-		return App{}, notFound()
 	}
 	if !slices.Contains(next[a.Status], to) {
 		return App{}, apperr.New(apperr.InvalidTransition, "an app cannot move from %s to %s", a.Status, to)
@@ -46,12 +43,9 @@ func (s *Service) Transition(ctx context.Context, tx Tx, appID string, to xpromo
 // Reinstate returns a suspended app, inside tx, to the status it had before
 // its suspension; any other app is invalid_transition.
 func (s *Service) Reinstate(ctx context.Context, tx Tx, appID, reason, actor string) (App, error) {
-	a, ok, err := tx.GetApp(ctx, appID, true)
+	a, err := lockApp(ctx, tx, appID)
 	if err != nil {
 		return App{}, err
-	}
-	if !ok {
-		return App{}, notFound()
 	}
 	if a.Status != xpromo.AppStatusSuspended {
 		return App{}, apperr.New(apperr.InvalidTransition, "only a suspended app can be reinstated; this one is %s", a.Status)
@@ -159,12 +153,9 @@ func (s *Service) Act(ctx context.Context, appID string, action Action, reason s
 	}
 	var view AppView
 	err := s.Update(ctx, func(ctx context.Context, tx Tx) error {
-		before, ok, err := tx.GetApp(ctx, appID, true)
+		before, err := lockApp(ctx, tx, appID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return notFound()
 		}
 		if action == Review {
 			// Queued before the move, so the score.updated it writes shows
