@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/url"
@@ -22,8 +23,12 @@ type Relay struct {
 	held    atomic.Bool
 	refused atomic.Bool
 	cutOn   atomic.Pointer[string]
-	mu      sync.Mutex
-	conns   []net.Conn
+	// Counts of the protocol messages clients sent: statements (Query,
+	// Execute) and round trips (Query, Sync: each waits for the server's
+	// ReadyForQuery).
+	statements, roundTrips atomic.Int64
+	mu                     sync.Mutex
+	conns                  []net.Conn
 }
 
 // NewRelay starts a relay to the server of dbURL and returns it with the
@@ -49,6 +54,12 @@ func NewRelay(t testing.TB, dbURL string) *Relay {
 
 // URL is the database's URL through the relay.
 func (r *Relay) URL() string { return r.url }
+
+// Counts returns the statements and round trips clients sent through the
+// relay so far (startup and TLS negotiation not counted).
+func (r *Relay) Counts() (statements, roundTrips int64) {
+	return r.statements.Load(), r.roundTrips.Load()
+}
 
 // Hold stops forwarding: from now on what clients send, on every
 // connection and on new ones, is swallowed and nothing comes back.
@@ -105,9 +116,11 @@ func (r *Relay) serve() {
 // forward relays what the client c sends to the server s.
 func (r *Relay) forward(c, s net.Conn) {
 	buf := make([]byte, 64<<10)
+	var m messages
 	for {
 		n, err := c.Read(buf)
 		if n > 0 && !r.held.Load() {
+			m.count(r, buf[:n])
 			if cut := r.cutOn.Load(); cut != nil && bytes.Contains(buf[:n], []byte(*cut)) && r.cutOn.CompareAndSwap(cut, nil) {
 				c.Close()
 				s.Close()
@@ -131,4 +144,48 @@ func (r *Relay) closeAll() {
 		c.Close()
 	}
 	r.conns = nil
+}
+
+// messages follows the frames of one client's stream: after the startup
+// message (length first, no type), each is a type byte and a length.
+type messages struct {
+	started bool
+	skip    int    // bytes left of the current frame
+	head    []byte // a frame header split across reads
+}
+
+func (m *messages) count(r *Relay, b []byte) {
+	for len(b) > 0 {
+		if m.skip > 0 {
+			k := min(m.skip, len(b))
+			m.skip, b = m.skip-k, b[k:]
+			continue
+		}
+		want := 5
+		if !m.started {
+			want = 4
+		}
+		k := min(want-len(m.head), len(b))
+		m.head, b = append(m.head, b[:k]...), b[k:]
+		if len(m.head) < want {
+			return
+		}
+		h := m.head
+		m.head = m.head[:0]
+		if !m.started {
+			m.started = true
+			m.skip = int(binary.BigEndian.Uint32(h)) - 4
+			continue
+		}
+		switch h[0] {
+		case 'Q':
+			r.statements.Add(1)
+			r.roundTrips.Add(1)
+		case 'E':
+			r.statements.Add(1)
+		case 'S':
+			r.roundTrips.Add(1)
+		}
+		m.skip = int(binary.BigEndian.Uint32(h[1:])) - 4
+	}
 }
