@@ -1,5 +1,5 @@
 -- +goose Up
--- Less trigger work per claim (BENCHMARKS.md, "Claims, round 3"). A claim's
+-- Less work per claim (BENCHMARKS.md, "Claims, round 3"). A claim's
 -- INSERT INTO ledger_lines (the escrow hold's two lines) fired
 -- stats_ledger_lines_inserted, which found no charge, earn or clawback line
 -- and still ran its upsert into stats_daily: an INSERT ... ON CONFLICT that
@@ -9,6 +9,11 @@
 -- tables. Both functions now return before their upsert when there is
 -- nothing to sum. The figures are the same: an upsert of no rows writes
 -- nothing.
+-- chains_advertiser_device served only the device rule's probe, which now
+-- reads the device's installs through chains_device_installed (see
+-- installHistory): every installed chain wrote an entry nothing read.
+DROP INDEX chains_advertiser_device;
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION stats_ledger_lines_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -81,6 +86,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+CREATE INDEX chains_advertiser_device ON chains (advertiser_app_id, device_id) WHERE installed_at IS NOT NULL;
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION stats_ledger_lines_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
