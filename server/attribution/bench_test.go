@@ -65,49 +65,61 @@ func BenchmarkFill(b *testing.B) {
 func BenchmarkClaim(b *testing.B) {
 	eachStore(b, func(b *testing.B, newStore func(b *testing.B) storage.Store) {
 		w := newWorld(b, newStore(b), benchRules)
-		var pairs []pair
-		for range 16 {
-			p := w.pair("productivity", 0)
-			w.topUp(p.adv, 9_000_000)
-			p.campaign = w.campaign(p.adv, "productivity", market.MaxAmountCents, 0) // no budget limit
-			pairs = append(pairs, p)
-		}
-		// Steady state: every app has traded (the first-trade rule is
-		// behind them) and the caches hold their statuses.
-		for i, p := range pairs {
-			tok := w.clickOffer(p, w.offer(p, "productivity", 400), residential)
-			if _, err := w.claim(p, tok, fmt.Sprintf("dev-warm-%d", i), 30*time.Second, residential); err != nil {
-				b.Fatal(err)
-			}
-		}
-		w.clock.Advance(attribution.DefaultCacheTTL)
-		claims := make([]attribution.Claim, b.N)
-		clickAt := w.now()
-		for i := range claims {
-			p := pairs[i%len(pairs)]
-			tok := w.sign(p.pubKey, w.offer(p, "productivity", 400), clickAt)
-			// Distinct addresses (shared address space, 100.64.0.0/10), as
-			// from many users.
-			ip := netip.AddrFrom4([4]byte{100, 64 + byte(i>>16&63), byte(i >> 8), byte(i)})
-			claims[i] = attribution.Claim{Token: tok, IP: ip,
-				Countersignature: w.countersign(p.advKey, tok, fmt.Sprintf("dev-%d", i), clickAt.Add(30*time.Second), p.adv)}
-		}
-		w.clock.Advance(30 * time.Second)
-		var next atomic.Int64
-		b.SetParallelism(8)
+		claims := benchClaims(b, w)
 		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				c := claims[next.Add(1)-1]
-				if _, _, err := w.attr.Install(w.ctx, c); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		runClaims(b, w, claims)
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "claims/s")
 		b.StopTimer()
 		w.verify()
+	})
+}
+
+// benchClaims prepares BenchmarkClaim's world (16 pairs of apps, each
+// advertiser with a campaign and money) and its b.N claims, signed.
+func benchClaims(b *testing.B, w *world) []attribution.Claim {
+	var pairs []pair
+	for range 16 {
+		p := w.pair("productivity", 0)
+		w.topUp(p.adv, 9_000_000)
+		p.campaign = w.campaign(p.adv, "productivity", market.MaxAmountCents, 0) // no budget limit
+		pairs = append(pairs, p)
+	}
+	// Steady state: every app has traded (the first-trade rule is
+	// behind them) and the caches hold their statuses.
+	for i, p := range pairs {
+		tok := w.clickOffer(p, w.offer(p, "productivity", 400), residential)
+		if _, err := w.claim(p, tok, fmt.Sprintf("dev-warm-%d", i), 30*time.Second, residential); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.clock.Advance(attribution.DefaultCacheTTL)
+	claims := make([]attribution.Claim, b.N)
+	clickAt := w.now()
+	for i := range claims {
+		p := pairs[i%len(pairs)]
+		tok := w.sign(p.pubKey, w.offer(p, "productivity", 400), clickAt)
+		// Distinct addresses (shared address space, 100.64.0.0/10), as
+		// from many users.
+		ip := netip.AddrFrom4([4]byte{100, 64 + byte(i>>16&63), byte(i >> 8), byte(i)})
+		claims[i] = attribution.Claim{Token: tok, IP: ip,
+			Countersignature: w.countersign(p.advKey, tok, fmt.Sprintf("dev-%d", i), clickAt.Add(30*time.Second), p.adv)}
+	}
+	w.clock.Advance(30 * time.Second)
+	return claims
+}
+
+// runClaims makes the claims from 8×GOMAXPROCS goroutines, each accepted.
+func runClaims(b *testing.B, w *world, claims []attribution.Claim) {
+	var next atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c := claims[next.Add(1)-1]
+			if _, _, err := w.attr.Install(w.ctx, c); err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 }
 

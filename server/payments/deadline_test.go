@@ -3,12 +3,7 @@ package payments_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,81 +19,6 @@ import (
 	"github.com/xpromo/xpromo/server/postgres/pgtest"
 )
 
-// blackHole is a TCP relay in front of the test database that can stop
-// answering, as a partitioned or frozen primary does: while held, what
-// clients send is swallowed (new connections too) and nothing comes back,
-// with every connection left open.
-type blackHole struct {
-	ln    net.Listener
-	to    string
-	held  atomic.Bool
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newBlackHole(t *testing.T, dbURL string) (*blackHole, string) {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	b := &blackHole{ln: ln, to: u.Host}
-	t.Cleanup(func() { ln.Close(); b.closeAll() })
-	go b.serve()
-	u.Host = ln.Addr().String()
-	return b, u.String()
-}
-
-func (b *blackHole) serve() {
-	for {
-		c, err := b.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", b.to)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		b.mu.Lock()
-		b.conns = append(b.conns, c, s)
-		b.mu.Unlock()
-		go func() { io.Copy(c, s); c.Close() }()
-		go func() {
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := c.Read(buf)
-				if n > 0 && !b.held.Load() {
-					if _, werr := s.Write(buf[:n]); werr != nil {
-						return
-					}
-				}
-				if err != nil {
-					s.Close()
-					return
-				}
-			}
-		}()
-	}
-}
-
-// release lets traffic through again. The connections that lost bytes
-// while held are closed: the pool then connects afresh, as it would to
-// the primary after a failover.
-func (b *blackHole) release() {
-	b.held.Store(false)
-	b.closeAll()
-}
-
-func (b *blackHole) closeAll() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, c := range b.conns {
-		c.Close()
-	}
-	b.conns = nil
-}
-
 // A payout whose reservation committed answers within its request's
 // deadline when the database then stops answering: 503 unavailable asking
 // for a retry with the same Idempotency-Key, instead of waiting on the
@@ -109,8 +29,8 @@ func (b *blackHole) closeAll() {
 // local file, which has no network to lose.
 func TestPayoutAnswersWithinDeadlineWhenTheDatabaseStopsAnswering(t *testing.T) {
 	direct := pgtest.NewTestDatabase(t)
-	hole, via := newBlackHole(t, direct)
-	db, err := postgres.Open(context.Background(), via)
+	hole := pgtest.NewRelay(t, direct)
+	db, err := postgres.Open(context.Background(), hole.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	f := newFixture(t, db, true)
@@ -124,13 +44,13 @@ func TestPayoutAnswersWithinDeadlineWhenTheDatabaseStopsAnswering(t *testing.T) 
 		{"after the transfer", func() *provider {
 			return &provider{Provider: real, transfer: func(ctx context.Context, r payments.TransferRequest) (payments.TransferResult, error) {
 				tr, err := real.Transfer(ctx, r)
-				hole.held.Store(true) // the settlement finds no database
+				hole.Hold() // the settlement finds no database
 				return tr, err
 			}}
 		}},
 		{"before the transfer", func() *provider {
 			return &provider{Provider: real, transfer: func(ctx context.Context, r payments.TransferRequest) (payments.TransferResult, error) {
-				hole.held.Store(true) // the test provider cannot record the transfer
+				hole.Hold() // the test provider cannot record the transfer
 				return real.Transfer(ctx, r)
 			}}
 		}},
@@ -150,11 +70,11 @@ func TestPayoutAnswersWithinDeadlineWhenTheDatabaseStopsAnswering(t *testing.T) 
 			select {
 			case perr = <-done:
 			case <-time.After(time.Minute):
-				hole.release() // let the hung payout end before the cleanups
+				hole.Resume() // let the hung payout end before the cleanups
 				t.Fatal("the payout waited on the unanswering database a minute past its deadline")
 			}
 			f.svc.Provider = real
-			hole.release()
+			hole.Resume()
 			assertCode(t, perr, apperr.Unavailable, 503)
 			var e *apperr.Error
 			require.True(t, errors.As(perr, &e))

@@ -385,10 +385,19 @@ WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY camp
 	return out, wrap(err, "summing spend by campaign")
 }
 
+// installHistory reads the device rules' figures from the device's
+// installs (chains_device_installed): whether one is of the advertiser's
+// app, and how many fall in the device window. The rule used to probe
+// (advertiser_app_id, device_id) on its own; the generic plan a connection
+// cached while chains was small probed chains_advertiser_created instead,
+// reading every chain of the advertiser on each claim (BENCHMARKS.md,
+// "Claims, round 3"). A device's installs are few (one per advertiser app,
+// and DeviceInstalls per window), and only this index leads with device_id.
 const installHistory = `SELECT
-  EXISTS (SELECT 1 FROM chains WHERE advertiser_app_id = $1 AND device_id = $2 AND installed_at IS NOT NULL),
-  (SELECT count(*) FROM chains WHERE device_id = $2 AND installed_at >= $3),
-  (SELECT count(*) FROM chains WHERE $4 <> '' AND install_ip = $4 AND installed_at >= $5)`
+  coalesce(bool_or(advertiser_app_id = $1), false),
+  count(*) FILTER (WHERE installed_at >= $3),
+  (SELECT count(*) FROM chains WHERE $4 <> '' AND install_ip = $4 AND installed_at >= $5)
+FROM chains WHERE device_id = $2 AND installed_at IS NOT NULL`
 
 func (t *tx) InstallHistory(ctx context.Context, advertiserAppID, deviceID string, deviceSince time.Time, ip string, ipSince time.Time) (attribution.InstallHistory, error) {
 	var h attribution.InstallHistory

@@ -306,10 +306,13 @@ FROM escrow_holds h WHERE `+cond, args...).Query(func(rows pgx.Rows) error {
 func lockAccounts(ids []string) (string, []any) {
 	cond, args := lookup("a.id", ids)
 	// The head line's time (through the (account_id, seq) key) is the
-	// account's LastAt: no line of it may be dated earlier.
-	return `SELECT a.id, a.balance, a.seq, a.head, l.created_at FROM ledger_accounts a
-LEFT JOIN ledger_lines l ON l.account_id = a.id AND l.seq = a.seq
-WHERE ` + cond + ` ORDER BY a.id FOR UPDATE OF a`, args
+	// account's LastAt: no line of it may be dated earlier. A subquery, not
+	// a join: a join's generic plan, cached while ledger_lines was small,
+	// hashed every line of the table on each call (BENCHMARKS.md, "Claims,
+	// round 3").
+	return `SELECT a.id, a.balance, a.seq, a.head,
+  (SELECT l.created_at FROM ledger_lines l WHERE l.account_id = a.id AND l.seq = a.seq)
+FROM ledger_accounts a WHERE ` + cond + ` ORDER BY a.id FOR UPDATE`, args
 }
 
 // createAccounts inserts accounts at zero, in id order, leaving existing ones

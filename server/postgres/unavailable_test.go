@@ -1,15 +1,10 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,94 +19,6 @@ import (
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/txunit"
 )
-
-// proxy is a TCP relay in front of the test server that plays a failover:
-// it cuts a connection when the client sends a chosen text (before
-// relaying it), and refuses connections while down.
-type proxy struct {
-	ln      net.Listener
-	to      string
-	cutOn   atomic.Pointer[string]
-	cutNext atomic.Bool // cut at the next thing the client sends
-	// stallNext swallows the next thing the client sends and everything
-	// after, keeping the connection open: a primary that hangs.
-	stallNext atomic.Bool
-	stalled   atomic.Bool
-	down      atomic.Bool
-	mu        sync.Mutex
-	conns     []net.Conn
-}
-
-func newProxy(t *testing.T, dbURL string) (*proxy, string) {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, to: u.Host}
-	t.Cleanup(func() { ln.Close(); p.closeAll() })
-	go p.serve()
-	u.Host = ln.Addr().String()
-	return p, u.String()
-}
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if p.down.Load() {
-			c.Close()
-			continue
-		}
-		s, err := net.Dial("tcp", p.to)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		go func() { io.Copy(c, s); c.Close() }()
-		go func() {
-			buf := make([]byte, 64<<10)
-			for {
-				n, err := c.Read(buf)
-				if n > 0 && (p.stalled.Load() || p.stallNext.Swap(false)) {
-					p.stalled.Store(true)
-					continue
-				}
-				if n > 0 {
-					if cut := p.cutOn.Load(); p.cutNext.Swap(false) || cut != nil && bytes.Contains(buf[:n], []byte(*cut)) {
-						p.cutOn.Store(nil)
-						c.Close()
-						s.Close()
-						return
-					}
-					if _, werr := s.Write(buf[:n]); werr != nil {
-						return
-					}
-				}
-				if err != nil {
-					s.Close()
-					return
-				}
-			}
-		}()
-	}
-}
-
-func (p *proxy) closeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) cut(text string) { p.cutOn.Store(&text) }
 
 func counter(t *testing.T, db *postgres.DB, name, label string) float64 {
 	t.Helper()
@@ -154,12 +61,12 @@ func probes(t *testing.T, url string) int {
 // commit: it runs again, and commits once.
 func TestConnectionLostBeforeCommitRunsAgain(t *testing.T) {
 	direct := pgtest.NewTestDatabase(t)
-	p, via := newProxy(t, direct)
-	db := open(t, via)
+	p := pgtest.NewRelay(t, direct)
+	db := open(t, p.URL())
 	scratchTable(t, db, direct)
 	ctx := context.Background()
 	runs := 0
-	p.cut("xpromo-cut-here")
+	p.Cut("xpromo-cut-here")
 	err := db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		runs++
 		if err := postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`); err != nil {
@@ -179,12 +86,12 @@ func TestConnectionLostBeforeCommitRunsAgain(t *testing.T) {
 // with 503 unavailable itself, so that the request answers 503, not 500.
 func TestConnectionLostInUnitAnswersUnavailable(t *testing.T) {
 	direct := pgtest.NewTestDatabase(t)
-	p, via := newProxy(t, direct)
-	db := open(t, via)
+	p := pgtest.NewRelay(t, direct)
+	db := open(t, p.URL())
 	scratchTable(t, db, direct)
 	st := storage.Units(db)
 	ctx, unit := txunit.Begin(context.Background())
-	p.cut("xpromo-cut-here")
+	p.Cut("xpromo-cut-here")
 	err := st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`); err != nil {
 			return err
@@ -203,8 +110,8 @@ func TestConnectionLostInUnitAnswersUnavailable(t *testing.T) {
 // kernel to give up on the connection.
 func TestHungCommitInUnitEndsAtDeadline(t *testing.T) {
 	direct := pgtest.NewTestDatabase(t)
-	p, via := newProxy(t, direct)
-	db := open(t, via)
+	p := pgtest.NewRelay(t, direct)
+	db := open(t, p.URL())
 	scratchTable(t, db, direct)
 	st := storage.Units(db)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -213,7 +120,7 @@ func TestHungCommitInUnitEndsAtDeadline(t *testing.T) {
 	require.NoError(t, st.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (1)`)
 	}))
-	p.stallNext.Store(true)
+	p.Hold() // the COMMIT is the next thing sent
 	done := make(chan error, 1)
 	go func() { _, err := unit.Commit(); done <- err }()
 	select {
@@ -226,7 +133,7 @@ func TestHungCommitInUnitEndsAtDeadline(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the COMMIT to a hung primary outlived the request's deadline by a minute")
 	}
-	p.stalled.Store(false)
+	p.Resume()
 }
 
 // A COMMIT sent without an answer may have committed: it is not run again,
@@ -234,13 +141,13 @@ func TestHungCommitInUnitEndsAtDeadline(t *testing.T) {
 // Idempotency-Key.
 func TestCommitWithoutAnswerIsUnknown(t *testing.T) {
 	direct := pgtest.NewTestDatabase(t)
-	p, via := newProxy(t, direct)
-	u, err := url.Parse(via)
+	p := pgtest.NewRelay(t, direct)
+	u, err := url.Parse(p.URL())
 	require.NoError(t, err)
 	q := u.Query()
 	q.Set("pool_max_conns", "1")
 	u.RawQuery = q.Encode()
-	via = u.String()
+	via := u.String()
 	db := open(t, via)
 	scratchTable(t, db, direct)
 	ctx := context.Background()
@@ -252,7 +159,9 @@ func TestCommitWithoutAnswerIsUnknown(t *testing.T) {
 			}
 			// The connection goes with the COMMIT (prepared by the first
 			// transaction, so sent as one message).
-			p.cutNext.Store(cut)
+			if cut {
+				p.Cut("")
+			}
 			return nil
 		})
 		return runs, err
@@ -276,11 +185,10 @@ func TestCommitWithoutAnswerIsUnknown(t *testing.T) {
 // next one commits.
 func TestDatabaseDownAnswersUnavailable(t *testing.T) {
 	direct := pgtest.NewTestDatabase(t)
-	p, via := newProxy(t, direct)
-	db := open(t, via)
+	p := pgtest.NewRelay(t, direct)
+	db := open(t, p.URL())
 	scratchTable(t, db, direct)
-	p.down.Store(true)
-	p.closeAll()
+	p.Refuse()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	err := db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
@@ -290,7 +198,7 @@ func TestDatabaseDownAnswersUnavailable(t *testing.T) {
 	err = db.View(ctx, func(ctx context.Context, tx storage.Tx) error { return nil })
 	assertUnavailable(t, err)
 
-	p.down.Store(false)
+	p.Resume()
 	require.NoError(t, db.Update(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 		return postgres.ExecIn(ctx, tx, `INSERT INTO ha_probe VALUES (3)`)
 	}))
