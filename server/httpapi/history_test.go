@@ -471,12 +471,20 @@ var writePaths = []string{"fills alone (req/s)", "fills while claims and sweeps 
 func historyWrites(t *testing.T, s storage.Store, apps []string, fund bool, run string) map[string]writeFigure {
 	t.Helper()
 	ctx := context.Background()
-	if db, ok := s.(*postgres.DB); ok {
-		// A kept store measured again: an earlier run's loadgen campaigns
-		// would win this run's fills (loadgen needs its own advertisers).
-		_, err := db.Pool().Exec(ctx, `UPDATE campaigns SET paused = true, status = 'paused'
-WHERE app_id IN (SELECT id FROM apps WHERE name LIKE 'loadgen-%') AND NOT paused`)
+	// A full store measured again: an earlier run's loadgen campaigns would
+	// win this run's fills (loadgen needs its own advertisers).
+	const pauseLoadgen = `UPDATE campaigns SET paused = true, status = 'paused'
+WHERE app_id IN (SELECT id FROM apps WHERE name LIKE 'loadgen-%') AND NOT paused`
+	switch db := s.(type) {
+	case *postgres.DB:
+		_, err := db.Pool().Exec(ctx, pauseLoadgen)
 		require.NoError(t, err)
+	case *sqlite.DB:
+		raw, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
+		require.NoError(t, err)
+		_, err = raw.ExecContext(ctx, pauseLoadgen)
+		require.NoError(t, err)
+		require.NoError(t, raw.Close())
 	}
 	cfg := unlimited
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}
