@@ -143,10 +143,14 @@ loadgen: ceilings ## load test of fills, install claims and ledger reads over HT
 # after (server/httpapi/history_test.go; BENCHMARKS.md, "A year of
 # history"). HISTORY_SCALE 1 is full size (10 million chains: hours);
 # HISTORY_STORES=sqlite or postgres runs one. Not part of make test or CI.
+# HISTORY_WRITE_PAIRS: the write paths on an empty and on the full store,
+# alternated (empty, full, full, empty, …). XPROMO_HISTORY_KEEP=dir keeps
+# the full store, XPROMO_HISTORY_REUSE=dir measures a kept one again.
 HISTORY_SCALE ?= 0.002
-HISTORY_READS ?= 40
-history: ceilings ## a year of history in each store (HISTORY_SCALE, HISTORY_STORES), then the person-facing GETs over HTTP on the empty and the full store, beside the ceilings of the same run
-	XPROMO_HISTORY_SCALE=$(HISTORY_SCALE) XPROMO_HISTORY_READS=$(HISTORY_READS) XPROMO_HISTORY_STORES=$(HISTORY_STORES) XPROMO_HISTORY_OUT=$(CURDIR)/bin/history.md \
+HISTORY_READS ?= 200
+HISTORY_WRITE_PAIRS ?= 2
+history: ceilings ## a year of history in each store (HISTORY_SCALE, HISTORY_STORES), then the person-facing GETs over HTTP on the empty and the full store and the write paths alternated on both (HISTORY_WRITE_PAIRS), beside the ceilings of the same run
+	XPROMO_HISTORY_SCALE=$(HISTORY_SCALE) XPROMO_HISTORY_READS=$(HISTORY_READS) XPROMO_HISTORY_WRITE_PAIRS=$(HISTORY_WRITE_PAIRS) XPROMO_HISTORY_STORES=$(HISTORY_STORES) XPROMO_HISTORY_OUT=$(CURDIR)/bin/history.md \
 		$(GO) test -count=1 -run '^TestHistoryReads$$' -timeout 12h -v ./server/httpapi
 	@cat bin/history.md bin/ceilings.json
 

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
@@ -57,8 +59,8 @@ func TestHistoryReads(t *testing.T) {
 		// `ledger verify` after them run in CI; make history sets the scale.
 		scale, reads = 0.00005, 2
 	}
-	if n, err := strconv.Atoi(os.Getenv("XPROMO_HISTORY_READS")); err == nil && n > 0 {
-		reads = n
+	if n, err := strconv.Atoi(os.Getenv("XPROMO_HISTORY_READS")); err == nil && n >= 0 {
+		reads = n // 0: no reads (the write paths of a kept store only)
 	}
 	stores := os.Getenv("XPROMO_HISTORY_STORES")
 	historyEach(t, func(t *testing.T, s storage.Store, kept *historyKept) {
@@ -127,6 +129,9 @@ func TestHistoryReads(t *testing.T) {
 		measure := func() map[string][2]time.Duration {
 			out := map[string][2]time.Duration{}
 			for _, r := range list {
+				if reads == 0 {
+					break
+				}
 				var ds []time.Duration
 				for range reads {
 					if r.before != nil {
@@ -167,22 +172,35 @@ func TestHistoryReads(t *testing.T) {
 		ledgerMid, ledgerEnd = day(182), day(1)
 		full := measure()
 		total, tables := storeBytes(t, s)
-		// The write paths on the full store, then on an empty one of the
-		// same kind, in the same run (make history only: not make test).
-		var fullW, emptyW map[string]writeFigure
+		// The write paths on the full store and on fresh empty ones of the
+		// same kind, alternated in the same run (make history only: not
+		// make test): XPROMO_HISTORY_WRITE_PAIRS pairs (1 after a fill,
+		// none on a reused store unless set), each pair's order swapped.
+		var writeRuns []writeRun
+		pairs := 0
 		if os.Getenv("XPROMO_HISTORY_SCALE") != "" && !kept.reused {
+			pairs = 1
+		}
+		if n, err := strconv.Atoi(os.Getenv("XPROMO_HISTORY_WRITE_PAIRS")); err == nil {
+			pairs = n
+		}
+		if pairs > 0 {
 			var apps []string
 			for i := 2; i < int(sz.Apps); i++ {
 				apps = append(apps, fmt.Sprintf("app_hist%05d", i))
 			}
-			fullW = historyWrites(t, s, apps, false)
-			fresh := storage.Store(nil)
-			if name == "sqlite" {
-				fresh = storagetest.SQLite(t)
-			} else {
-				fresh = storagetest.Postgres(t)
+			for i := range 2 * pairs {
+				isFull := i%4 == 1 || i%4 == 2 // empty, full, full, empty, …
+				w := s
+				if !isFull {
+					if name == "sqlite" {
+						w = storagetest.SQLite(t)
+					} else {
+						w = storagetest.Postgres(t)
+					}
+				}
+				writeRuns = append(writeRuns, writeRun{full: isFull, load: loadAverage(), figs: historyWrites(t, w, apps, !isFull, fmt.Sprintf("%d-%d", time.Now().Unix(), i))})
 			}
-			emptyW = historyWrites(t, fresh, apps, true)
 		}
 
 		var b strings.Builder
@@ -195,8 +213,8 @@ func TestHistoryReads(t *testing.T) {
 			em, fu := empty[r.name], full[r.name]
 			fmt.Fprintf(&b, "| %s | %.2f / %.2f | %.2f / %.2f | %.1f× |\n", r.name, ms(em[0]), ms(em[1]), ms(fu[0]), ms(fu[1]), float64(fu[1])/float64(max(em[1], time.Microsecond)))
 		}
-		if fullW != nil {
-			writeTable(&b, emptyW, fullW)
+		if writeRuns != nil {
+			writeTable(&b, writeRuns)
 		}
 		t.Log("\n" + b.String())
 		if out := os.Getenv("XPROMO_HISTORY_OUT"); out != "" {
@@ -415,10 +433,21 @@ func historyEach(t *testing.T, fn func(t *testing.T, s storage.Store, k *history
 }
 
 // writeFigure is one write path's figures on one store: operations a
-// second and latencies in ms (nearest rank), with the count behind them.
+// second and latencies in ms (nearest rank), with the count behind them,
+// and on PostgreSQL the database's counters over the phase that measured it.
 type writeFigure struct {
 	rate, p50, p99 float64
 	n              int64
+	cost           *pgCounters // the phase's, nil on SQLite
+	per            int64       // the operations cost is divided by
+}
+
+// writeRun is one historyWrites run: on the full or on an empty store, and
+// the 1-minute load average when it started.
+type writeRun struct {
+	full bool
+	load string
+	figs map[string]writeFigure
 }
 
 // The write paths measured on the empty and the full store (BENCHMARKS.md,
@@ -437,10 +466,26 @@ var writePaths = []string{"fills alone (req/s)", "fills while claims and sweeps 
 // is moved past every open window and the store swept once (unmeasured), so
 // the measured sweeps settle the rounds' claims only, on both stores.
 // fund tops up each of apps first (an empty store: its wallets then exist
-// with a line each, as the full store's do with a year of them).
-func historyWrites(t *testing.T, s storage.Store, apps []string, fund bool) map[string]writeFigure {
+// with a line each, as the full store's do with a year of them). run makes
+// the postings' keys unique, so a kept store measured again posts anew.
+func historyWrites(t *testing.T, s storage.Store, apps []string, fund bool, run string) map[string]writeFigure {
 	t.Helper()
 	ctx := context.Background()
+	// A full store measured again: an earlier run's loadgen campaigns would
+	// win this run's fills (loadgen needs its own advertisers).
+	const pauseLoadgen = `UPDATE campaigns SET paused = true, status = 'paused'
+WHERE app_id IN (SELECT id FROM apps WHERE name LIKE 'loadgen-%') AND NOT paused`
+	switch db := s.(type) {
+	case *postgres.DB:
+		_, err := db.Pool().Exec(ctx, pauseLoadgen)
+		require.NoError(t, err)
+	case *sqlite.DB:
+		raw, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
+		require.NoError(t, err)
+		_, err = raw.ExecContext(ctx, pauseLoadgen)
+		require.NoError(t, err)
+		require.NoError(t, raw.Close())
+	}
 	cfg := unlimited
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}
 	ts := serve(t, s, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC), cfg)
@@ -475,71 +520,338 @@ func historyWrites(t *testing.T, s storage.Store, apps []string, fund bool) map[
 	fig := func(o loadgen.OpStats) writeFigure {
 		return writeFigure{rate: o.Throughput, p50: o.P50ms, p99: o.P99ms, n: o.Requests}
 	}
+	// phase runs fn between two snapshots of the database's counters. The
+	// test clock stands still while loadgen's estimate of it follows the
+	// wall clock from its last reading (a claim round's jump): the phase's
+	// wall time is added to the test clock after it, or the first claims of
+	// the next phase would be dated a click-to-install time that much
+	// shorter than the 15 s loadgen waits (fraud_ctit_too_short).
+	phase := func(name string, fn func()) *pgCounters {
+		t0 := time.Now()
+		before := pgSnap(t, s)
+		stop := cpuProfile(t, run+"-"+name)
+		fn()
+		stop()
+		var d *pgCounters
+		if before != nil {
+			// Backends flush their statistics at most once a second.
+			time.Sleep(1500 * time.Millisecond)
+			d = pgSnap(t, s).minus(before)
+		}
+		ts.clock.Advance(time.Since(t0))
+		return d
+	}
 	f, err := loadgen.Setup(ctx, op, loadgen.SetupConfig{Publishers: 2, FillPublishers: loadgen.FillPublishersFor(5 * time.Second),
 		Advertisers: 2, Category: "productivity", ForwardedFor: true})
 	require.NoError(t, err)
-	r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{Scenario: loadgen.ScenarioFill, Duration: 5 * time.Second, Concurrency: 8, ForwardedFor: true})
-	require.NoError(t, err)
-	out[writePaths[0]] = fig(op1(r, loadgen.OpFill))
+	if os.Getenv("XPROMO_HISTORY_NO_ROLLUPS") != "" {
+		// After the setup, whose apps go live by their stats; on again
+		// before the next run's.
+		defer withoutRollups(t, s)()
+	}
+	c := phase("fills", func() {
+		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{Scenario: loadgen.ScenarioFill, Duration: 5 * time.Second, Concurrency: 8, ForwardedFor: true})
+		require.NoError(t, err)
+		out[writePaths[0]] = fig(op1(r, loadgen.OpFill))
+	})
+	w := out[writePaths[0]]
+	w.cost, w.per = c, w.n
+	out[writePaths[0]] = w
 	const batch = 32
-	r, err = loadgen.Run(ctx, op, f, loadgen.RunConfig{Scenario: loadgen.ScenarioOpenMixed, Duration: 10 * time.Second, Concurrency: 8,
-		ClaimBatch: batch, FillRate: 200, ForwardedFor: true, BaseURL: ts.url})
-	require.NoError(t, err)
-	out[writePaths[1]] = fig(op1(r, loadgen.OpFill))
-	out[writePaths[2]] = fig(op1(r, loadgen.OpInstall))
-	// A sweep refunds a round's claims: its rate is batch over its
-	// latency (the p50 sweep's).
-	sw := fig(op1(r, loadgen.OpSweep))
-	sw.rate = batch / (sw.p50 / 1000)
-	out[writePaths[3]] = sw
+	c = phase("mixed", func() {
+		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{Scenario: loadgen.ScenarioOpenMixed, Duration: 10 * time.Second, Concurrency: 8,
+			ClaimBatch: batch, FillRate: 200, ForwardedFor: true, BaseURL: ts.url})
+		require.NoError(t, err)
+		out[writePaths[1]] = fig(op1(r, loadgen.OpFill))
+		out[writePaths[2]] = fig(op1(r, loadgen.OpInstall))
+		// A sweep refunds a round's claims: its rate is batch over its
+		// latency (the p50 sweep's).
+		sw := fig(op1(r, loadgen.OpSweep))
+		sw.rate = batch / (sw.p50 / 1000)
+		out[writePaths[3]] = sw
+	})
+	// The mixed phase's counters, per claim (with the claim's share of the
+	// sweeps and of the 200 fills a second beside them).
+	w = out[writePaths[2]]
+	w.cost, w.per = c, w.n
+	out[writePaths[2]] = w
 
 	// Single postings, as storetest.Bench's Post/parallel.
 	var n atomic.Int64
 	var mu sync.Mutex
 	var ds []time.Duration
 	var postErr error
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			var mine []time.Duration
-			for pctx.Err() == nil {
-				i := n.Add(1)
-				app := apps[(int(i)*7+w)%len(apps)]
-				op, _ := ledger.TopUp(fmt.Sprintf("hist-w-top-%d", i), app, 5000, "")
-				if i%2 == 0 { // every other one holds escrow from a funded wallet
-					op, _ = ledger.EscrowHold(fmt.Sprintf("hist-w-hold-%d", i), ledger.Hold{ID: fmt.Sprintf("hist-w-ch%d", i), Advertiser: app, Publisher: apps[0], Amount: 1})
+	var took time.Duration
+	c = phase("postings", func() {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				var mine []time.Duration
+				for pctx.Err() == nil {
+					i := n.Add(1)
+					app := apps[(int(i)*7+w)%len(apps)]
+					op, _ := ledger.TopUp(fmt.Sprintf("hist-w-top-%s-%d", run, i), app, 5000, "")
+					if i%2 == 0 { // every other one holds escrow from a funded wallet
+						op, _ = ledger.EscrowHold(fmt.Sprintf("hist-w-hold-%s-%d", run, i), ledger.Hold{ID: fmt.Sprintf("hist-w-ch%s-%d", run, i), Advertiser: app, Publisher: apps[0], Amount: 1})
+					}
+					t0 := time.Now()
+					_, err := l.Post(ctx, op)
+					mine = append(mine, time.Since(t0))
+					if err != nil {
+						mu.Lock()
+						postErr = cmp.Or(postErr, fmt.Errorf("posting %s: %w", op.Key, err))
+						mu.Unlock()
+						return
+					}
 				}
-				t0 := time.Now()
-				_, err := l.Post(ctx, op)
-				mine = append(mine, time.Since(t0))
-				if err != nil {
-					mu.Lock()
-					postErr = cmp.Or(postErr, fmt.Errorf("posting %s: %w", op.Key, err))
-					mu.Unlock()
-					return
-				}
-			}
-			mu.Lock()
-			ds = append(ds, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+				mu.Lock()
+				ds = append(ds, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		took = time.Since(start)
+	})
 	require.NoError(t, postErr)
-	took := time.Since(start)
 	slices.Sort(ds)
-	out[writePaths[4]] = writeFigure{rate: float64(len(ds)) / took.Seconds(), p50: ms(loadgen.Percentile(ds, 50)), p99: ms(loadgen.Percentile(ds, 99)), n: int64(len(ds))}
+	out[writePaths[4]] = writeFigure{rate: float64(len(ds)) / took.Seconds(), p50: ms(loadgen.Percentile(ds, 50)), p99: ms(loadgen.Percentile(ds, 99)),
+		n: int64(len(ds)), cost: c, per: int64(len(ds))}
 	return out
 }
 
-// writeTable prints the write paths' figures, empty against full.
-func writeTable(b *strings.Builder, empty, full map[string]writeFigure) {
-	fmt.Fprintf(b, "| write path | empty: rate, p50 / p99 ms (n) | full: rate, p50 / p99 ms (n) | rate full / empty |\n|---|---|---|---|\n")
-	for _, w := range writePaths {
-		em, fu := empty[w], full[w]
-		fmt.Fprintf(b, "| %s | %.1f, %.2f / %.2f (%d) | %.1f, %.2f / %.2f (%d) | %.2f× |\n", w, em.rate, em.p50, em.p99, em.n, fu.rate, fu.p50, fu.p99, fu.n, fu.rate/max(em.rate, 1e-9))
+// pgCounters are a PostgreSQL database's own counters (pg_stat_database,
+// pg_statio_user_tables), which other databases of the cluster do not
+// move, and the CPU time of its backends (/proc/<pid>/stat, when the
+// server runs on this machine).
+type pgCounters struct {
+	xacts, blksHit, blksRead, tupIns, tupUpd, tupFetched int64
+	cpu                                                  time.Duration
+	tables                                               map[string][4]int64 // heap hit, heap read, index hit, index read
+	procs                                                map[int]time.Duration
+}
+
+// pgSnap reads s's counters; nil when s is not PostgreSQL.
+func pgSnap(t *testing.T, s storage.Store) *pgCounters {
+	t.Helper()
+	db, ok := s.(*postgres.DB)
+	if !ok {
+		return nil
 	}
+	ctx := context.Background()
+	c := &pgCounters{tables: map[string][4]int64{}, procs: map[int]time.Duration{}}
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT xact_commit, blks_hit, blks_read, tup_inserted, tup_updated, tup_fetched
+FROM pg_stat_database WHERE datname = current_database()`).Scan(&c.xacts, &c.blksHit, &c.blksRead, &c.tupIns, &c.tupUpd, &c.tupFetched))
+	rows, err := db.Pool().Query(ctx, `SELECT relname, coalesce(heap_blks_hit, 0), coalesce(heap_blks_read, 0),
+  coalesce(idx_blks_hit, 0), coalesce(idx_blks_read, 0) FROM pg_statio_user_tables`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		var v [4]int64
+		require.NoError(t, rows.Scan(&name, &v[0], &v[1], &v[2], &v[3]))
+		c.tables[name] = v
+	}
+	require.NoError(t, rows.Err())
+	rows, err = db.Pool().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var pid int
+		require.NoError(t, rows.Scan(&pid))
+		// utime and stime, fields 14 and 15, in clock ticks (100 a second).
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		c.procs[pid] = time.Duration(u+st) * 10 * time.Millisecond
+	}
+	require.NoError(t, rows.Err())
+	return c
+}
+
+// minus is c less an earlier snapshot b.
+func (c *pgCounters) minus(b *pgCounters) *pgCounters {
+	d := &pgCounters{xacts: c.xacts - b.xacts, blksHit: c.blksHit - b.blksHit, blksRead: c.blksRead - b.blksRead,
+		tupIns: c.tupIns - b.tupIns, tupUpd: c.tupUpd - b.tupUpd, tupFetched: c.tupFetched - b.tupFetched, tables: map[string][4]int64{}}
+	for name, v := range c.tables {
+		o := b.tables[name]
+		d.tables[name] = [4]int64{v[0] - o[0], v[1] - o[1], v[2] - o[2], v[3] - o[3]}
+	}
+	for pid, cpu := range c.procs {
+		d.cpu += cpu - b.procs[pid] // a backend opened since counts whole
+	}
+	return d
+}
+
+// add sums counters (of the runs of one kind).
+func (c *pgCounters) add(o *pgCounters) *pgCounters {
+	if c == nil {
+		c = &pgCounters{tables: map[string][4]int64{}}
+	}
+	c.xacts, c.blksHit, c.blksRead, c.tupIns, c.tupUpd, c.tupFetched, c.cpu = c.xacts+o.xacts, c.blksHit+o.blksHit,
+		c.blksRead+o.blksRead, c.tupIns+o.tupIns, c.tupUpd+o.tupUpd, c.tupFetched+o.tupFetched, c.cpu+o.cpu
+	for name, v := range o.tables {
+		w := c.tables[name]
+		c.tables[name] = [4]int64{w[0] + v[0], w[1] + v[1], w[2] + v[2], w[3] + v[3]}
+	}
+	return c
+}
+
+// cpuProfile profiles this process (client and server) into
+// XPROMO_HISTORY_CPUPROFILE/<name>.pprof when that is set.
+func cpuProfile(t *testing.T, name string) (stop func()) {
+	dir := os.Getenv("XPROMO_HISTORY_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	require.NoError(t, err)
+	require.NoError(t, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(t, f.Close())
+	}
+}
+
+// withoutRollups disables the daily rollups' triggers of a PostgreSQL store
+// until restore (XPROMO_HISTORY_NO_ROLLUPS: how much of a write path's cost
+// they are). Their figures are then wrong for what is written meanwhile.
+func withoutRollups(t *testing.T, s storage.Store) (restore func()) {
+	db, ok := s.(*postgres.DB)
+	if !ok {
+		return func() {}
+	}
+	ctx := context.Background()
+	// As the login role, which owns the tables (the pool runs as xpromo_app).
+	conn, err := pgx.ConnectConfig(ctx, db.Pool().Config().ConnConfig.Copy())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close(ctx) })
+	rows, err := conn.Query(ctx, `SELECT t.tgrelid::regclass::text, t.tgname, t.tgenabled::text FROM pg_trigger t
+JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal AND p.proname LIKE 'stats\_%' AND t.tgenabled <> 'D'`)
+	require.NoError(t, err)
+	type trig struct{ table, name, enabled string }
+	var ts []trig
+	for rows.Next() {
+		var g trig
+		require.NoError(t, rows.Scan(&g.table, &g.name, &g.enabled))
+		ts = append(ts, g)
+	}
+	require.NoError(t, rows.Err())
+	for _, g := range ts {
+		_, err := conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DISABLE TRIGGER %s", g.table, g.name))
+		require.NoError(t, err)
+	}
+	t.Logf("rollup triggers disabled: %d", len(ts))
+	return func() {
+		for _, g := range ts {
+			how := map[string]string{"A": "ENABLE ALWAYS", "R": "ENABLE REPLICA"}[g.enabled]
+			_, err := conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s %s TRIGGER %s", g.table, cmp.Or(how, "ENABLE"), g.name))
+			require.NoError(t, err)
+		}
+	}
+}
+
+// loadAverage is the machine's 1-minute load average ("?" off Linux).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// writeTable prints the write paths' figures of each run, empty against
+// full, and on PostgreSQL the database's counters per operation of each
+// kind of run (summed over its runs).
+func writeTable(b *strings.Builder, runs []writeRun) {
+	fmt.Fprintf(b, "| write path | run (load) | empty: rate, p50 / p99 ms (n) | full: rate, p50 / p99 ms (n) |\n|---|---|---|---|\n")
+	for _, w := range writePaths {
+		for i, r := range runs {
+			f := r.figs[w]
+			cell := fmt.Sprintf("%.1f, %.2f / %.2f (%d)", f.rate, f.p50, f.p99, f.n)
+			if r.full {
+				fmt.Fprintf(b, "| %s | %d (%s) | | %s |\n", w, i+1, r.load, cell)
+			} else {
+				fmt.Fprintf(b, "| %s | %d (%s) | %s | |\n", w, i+1, r.load, cell)
+			}
+		}
+	}
+	fmt.Fprintf(b, "| write path | median rate empty | median rate full | full / empty | pairs' ratios |\n|---|---|---|---|---|\n")
+	for _, w := range writePaths {
+		var em, fu []float64
+		var ratios []string
+		for i := 0; i+1 < len(runs); i += 2 {
+			e, f := runs[i], runs[i+1]
+			if e.full {
+				e, f = f, e
+			}
+			ratios = append(ratios, fmt.Sprintf("%.2f", f.figs[w].rate/max(e.figs[w].rate, 1e-9)))
+		}
+		for _, r := range runs {
+			if r.full {
+				fu = append(fu, r.figs[w].rate)
+			} else {
+				em = append(em, r.figs[w].rate)
+			}
+		}
+		me, mf := median(em), median(fu)
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %.2f× | %s |\n", w, me, mf, mf/max(me, 1e-9), strings.Join(ratios, ", "))
+	}
+	if runs[0].figs[writePaths[0]].cost == nil {
+		return
+	}
+	fmt.Fprintf(b, "| per operation (PostgreSQL) | store | commits | buffers hit / read | tuples inserted / updated / fetched | backend CPU ms | most buffers (table: heap hit+read, index hit+read) |\n|---|---|---|---|---|---|---|\n")
+	for _, w := range writePaths {
+		for _, full := range []bool{false, true} {
+			var c *pgCounters
+			var per int64
+			for _, r := range runs {
+				if f := r.figs[w]; r.full == full && f.cost != nil {
+					c, per = c.add(f.cost), per+f.per
+				}
+			}
+			if c == nil {
+				continue
+			}
+			p := float64(max(per, 1))
+			type tb struct {
+				name      string
+				heap, idx int64
+			}
+			var top []tb
+			for name, v := range c.tables {
+				top = append(top, tb{name, v[0] + v[1], v[2] + v[3]})
+			}
+			slices.SortFunc(top, func(a, b tb) int { return cmp.Compare(b.heap+b.idx, a.heap+a.idx) })
+			var most []string
+			for _, x := range top[:min(4, len(top))] {
+				most = append(most, fmt.Sprintf("%s %.1f+%.1f", x.name, float64(x.heap)/p, float64(x.idx)/p))
+			}
+			store := map[bool]string{false: "empty", true: "full"}[full]
+			fmt.Fprintf(b, "| %s | %s | %.2f | %.1f / %.2f | %.1f / %.1f / %.1f | %.3f | %s |\n", w, store, float64(c.xacts)/p,
+				float64(c.blksHit)/p, float64(c.blksRead)/p, float64(c.tupIns)/p, float64(c.tupUpd)/p, float64(c.tupFetched)/p,
+				ms(c.cpu)/p, strings.Join(most, ", "))
+		}
+	}
+}
+
+// median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

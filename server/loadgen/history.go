@@ -257,11 +257,11 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 	if err := settle(cfg.End); err != nil {
 		return sz, err
 	}
-	// A bulk load ends with the planner's statistics taken (PostgreSQL:
-	// postgres.DB.Analyze), as autovacuum would take them on a server
-	// running it.
-	if a, ok := s.(analyzer); ok {
-		if err := a.Analyze(ctx); err != nil {
+	// A bulk load ends vacuumed and with the planner's statistics taken
+	// (PostgreSQL: postgres.DB.VacuumAnalyze), as autovacuum leaves it on a
+	// server running it.
+	if a, ok := s.(vacuumer); ok {
+		if err := a.VacuumAnalyze(ctx); err != nil {
 			return sz, err
 		}
 	}
@@ -269,9 +269,10 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 	return sz, nil
 }
 
-// analyzer is a store that takes its planner's statistics on demand.
-type analyzer interface {
-	Analyze(ctx context.Context) error
+// vacuumer is a store that vacuums and takes its planner's statistics on
+// demand.
+type vacuumer interface {
+	VacuumAnalyze(ctx context.Context) error
 }
 
 // settlement is a clearing or a release the generator writes at its time.
