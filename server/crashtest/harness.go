@@ -259,7 +259,7 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 	}
 	rep.Err = h.play(ctx)
 	if rep.Ops == nil { // the run stopped before its checks: what it did so far
-		rep.count(h.ops)
+		rep.Count(h.ops)
 	}
 	return rep
 }
@@ -806,7 +806,7 @@ func (h *harness) finish(ctx context.Context) error {
 		return err
 	}
 	h.rep.PendingPayouts = pending
-	h.rep.count(h.ops)
+	h.rep.Count(h.ops)
 	h.rep.Findings = Check(h.ops, ledgers)
 	for _, l := range ledgers {
 		h.rep.Lines += len(l)

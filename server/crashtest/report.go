@@ -51,8 +51,8 @@ type StoreReport struct {
 	Err error
 }
 
-// count tallies the operations.
-func (r *StoreReport) count(ops []*Op) {
+// Count tallies the operations.
+func (r *StoreReport) Count(ops []*Op) {
 	r.Ops = map[Kind]*Counts{}
 	r.Refusals = map[string]int{}
 	r.ClaimStates = map[string]int{}
