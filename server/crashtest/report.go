@@ -36,7 +36,7 @@ type StoreReport struct {
 	// Transfers counts, by cycle, the acknowledged payouts that reached a
 	// transfer (answered a transfer id): the money path a run must
 	// exercise, not only its refusals (below_minimum).
-	Transfers map[int]int
+	Transfers  map[int]int
 	Unresolved []string // the unresolved operations, with their last failure
 	Lines      int      // wallet lines checked
 	Findings   Findings
