@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
@@ -295,4 +297,22 @@ func TestParseKinds(t *testing.T) {
 			t.Errorf("ParseKinds(%q) accepted", bad)
 		}
 	}
+}
+
+// The report counts acknowledged claims by their chain's state and the
+// payouts that reached a transfer, by cycle.
+func TestCountClaimStatesAndTransfers(t *testing.T) {
+	var r StoreReport
+	r.Count([]*Op{
+		{Kind: KindClaim, Cycle: 1, Outcome: Acknowledged, State: xpromo.ChainInstalled},
+		{Kind: KindClaim, Cycle: 1, Outcome: Acknowledged, State: xpromo.ChainInstalled},
+		{Kind: KindClaim, Cycle: 2, Outcome: Refused, Code: "fraud_token_expired"},
+		{Kind: KindPayout, Cycle: 1, Outcome: Refused, Code: "below_minimum"},
+		{Kind: KindPayout, Cycle: 2, Outcome: Acknowledged, Transfer: "tr_1"},
+		{Kind: KindPayout, Cycle: 2, Outcome: Unresolved},
+	})
+	assert.Equal(t, map[string]int{string(xpromo.ChainInstalled): 2}, r.ClaimStates)
+	assert.Equal(t, map[int]int{2: 1}, r.Transfers)
+	assert.Equal(t, 1, r.TransfersTotal())
+	assert.Equal(t, 1, r.Refusals["claim fraud_token_expired"])
 }

@@ -259,7 +259,7 @@ func runStore(ctx context.Context, cfg Config, store string) *StoreReport {
 	}
 	rep.Err = h.play(ctx)
 	if rep.Ops == nil { // the run stopped before its checks: what it did so far
-		rep.count(h.ops)
+		rep.Count(h.ops)
 	}
 	return rep
 }
@@ -517,6 +517,15 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
+	// Before the fault's early return below: the failover test's cycles
+	// need their heartbeats too, or nothing clears after the warm-up, no
+	// publisher earns and every payout is refused below_minimum (as the
+	// first failover runs were, all 84 of them).
+	for _, op := range ops {
+		if op.Kind == KindClaim && op.Outcome == Acknowledged && op.State == xpromo.ChainInstalled {
+			h.installed = append(h.installed, op)
+		}
+	}
 	if h.cfg.AfterCycle != nil {
 		if err := h.cfg.AfterCycle(ctx, n, h.srv.dbURL); err != nil {
 			return err
@@ -533,11 +542,6 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	dk, err := h.killDuringDelivery(ctx, n)
 	if err != nil {
 		return err
-	}
-	for _, op := range ops {
-		if op.Kind == KindClaim && op.Outcome == Acknowledged && op.State == xpromo.ChainInstalled {
-			h.installed = append(h.installed, op)
-		}
 	}
 	h.rep.Cycles++
 	h.rep.Kills = append(h.rep.Kills, k)
@@ -802,7 +806,7 @@ func (h *harness) finish(ctx context.Context) error {
 		return err
 	}
 	h.rep.PendingPayouts = pending
-	h.rep.count(h.ops)
+	h.rep.Count(h.ops)
 	h.rep.Findings = Check(h.ops, ledgers)
 	for _, l := range ledgers {
 		h.rep.Lines += len(l)

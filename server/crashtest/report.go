@@ -29,7 +29,14 @@ type StoreReport struct {
 	Kills  []Kill
 	Ops    map[Kind]*Counts
 	// Refusals counts the refusals by kind and code ("claim fraud_…").
-	Refusals   map[string]int
+	Refusals map[string]int
+	// ClaimStates counts the acknowledged claims by the chain state they
+	// answered (only "installed" ones get a heartbeat and can clear).
+	ClaimStates map[string]int
+	// Transfers counts, by cycle, the acknowledged payouts that reached a
+	// transfer (answered a transfer id): the money path a run must
+	// exercise, not only its refusals (below_minimum).
+	Transfers  map[int]int
 	Unresolved []string // the unresolved operations, with their last failure
 	Lines      int      // wallet lines checked
 	Findings   Findings
@@ -44,10 +51,12 @@ type StoreReport struct {
 	Err error
 }
 
-// count tallies the operations.
-func (r *StoreReport) count(ops []*Op) {
+// Count tallies the operations.
+func (r *StoreReport) Count(ops []*Op) {
 	r.Ops = map[Kind]*Counts{}
 	r.Refusals = map[string]int{}
+	r.ClaimStates = map[string]int{}
+	r.Transfers = map[int]int{}
 	for _, k := range Kinds {
 		r.Ops[k] = &Counts{}
 	}
@@ -60,6 +69,12 @@ func (r *StoreReport) count(ops []*Op) {
 		switch op.Outcome {
 		case Acknowledged:
 			c.Acknowledged++
+			if op.Kind == KindClaim {
+				r.ClaimStates[string(op.State)]++
+			}
+			if op.Kind == KindPayout && op.Transfer != "" {
+				r.Transfers[op.Cycle]++
+			}
 		case Refused:
 			c.Refused++
 			r.Refusals[string(op.Kind)+" "+op.Code]++
@@ -68,6 +83,15 @@ func (r *StoreReport) count(ops []*Op) {
 			r.Unresolved = append(r.Unresolved, fmt.Sprintf("%s: unresolved after %d attempts; last: %s", op, op.Attempts, op.Code))
 		}
 	}
+}
+
+// TransfersTotal is the number of payouts that reached a transfer.
+func (r *StoreReport) TransfersTotal() int {
+	n := 0
+	for _, v := range r.Transfers {
+		n += v
+	}
+	return n
 }
 
 // FailedVerifies counts the `ledger verify` runs that did not exit 0.
@@ -138,6 +162,22 @@ func (r *StoreReport) Print(w io.Writer, verbose bool) {
 			}
 			fmt.Fprintf(w, "refusals (definite answers): %s\n", strings.Join(parts, ", "))
 		}
+		if len(r.ClaimStates) > 0 {
+			var parts []string
+			for _, k := range sortedKeys(r.ClaimStates) {
+				parts = append(parts, fmt.Sprintf("%s ×%d", k, r.ClaimStates[k]))
+			}
+			fmt.Fprintf(w, "claims acknowledged, by the chain's state: %s\n", strings.Join(parts, ", "))
+		}
+		fmt.Fprintf(w, "payouts that reached a transfer: %d", r.TransfersTotal())
+		if len(r.Transfers) > 0 {
+			var parts []string
+			for _, c := range slices.Sorted(maps.Keys(r.Transfers)) {
+				parts = append(parts, fmt.Sprintf("cycle %d: %d", c, r.Transfers[c]))
+			}
+			fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "wallet lines checked: %d; unexplained: %d\n", r.Lines, r.Findings.Unexplained)
 		fmt.Fprintf(w, "payouts pending at the end: %d", len(r.PendingPayouts))
 		if len(r.PendingPayouts) > 0 {

@@ -114,3 +114,30 @@ func TestStaleSyncKey(t *testing.T) {
 func TestLagsString(t *testing.T) {
 	assert.Equal(t, "pg1 7984 B, 1.8 s; pg3 0 B, 0.1 s", lagsString([]NodeLag{{Node: "pg1", Bytes: 7984, Waited: 1800 * time.Millisecond}, {Node: "pg3", Waited: 100 * time.Millisecond}}))
 }
+
+// A failover run of three cycles or more whose payouts never reached a
+// transfer fails (the payout path was not exercised); one that sent any
+// passes that check; shorter runs and the control are not held to it.
+func TestNoTransfersFails(t *testing.T) {
+	payout := func(cycle int, transfer string) *crashtest.Op {
+		return &crashtest.Op{Kind: crashtest.KindPayout, Cycle: cycle, Outcome: crashtest.Acknowledged, Transfer: transfer}
+	}
+	refused := &crashtest.Op{Kind: crashtest.KindPayout, Cycle: 1, Outcome: crashtest.Refused, Code: "below_minimum"}
+	run := func(cycles int, control bool, ops ...*crashtest.Op) *RouteRun {
+		rep := &crashtest.StoreReport{Cycles: cycles}
+		rep.Count(ops)
+		return &RouteRun{Control: control, Store: rep}
+	}
+	none := run(3, false, refused)
+	assert.True(t, none.NoTransfers())
+	assert.Equal(t, 1, none.Failures())
+
+	sent := run(3, false, refused, payout(2, "tr_1"), payout(3, "tr_2"), payout(3, "tr_3"))
+	assert.False(t, sent.NoTransfers())
+	assert.Equal(t, 0, sent.Failures())
+	assert.Equal(t, map[int]int{2: 1, 3: 2}, sent.Store.Transfers)
+	assert.Equal(t, 3, sent.Store.TransfersTotal())
+
+	assert.False(t, run(2, false, refused).NoTransfers())
+	assert.False(t, run(3, true, refused).NoTransfers())
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/xpromo/xpromo/server/crashtest"
 )
 
 // Print writes the run's figures: per fault, the recovery times and what
@@ -55,6 +57,13 @@ func Print(w io.Writer, res *Result) {
 				break
 			}
 			fmt.Fprintf(w, "  %s\n", b)
+		}
+		if r.Store != nil && r.Store.Ops != nil {
+			fmt.Fprintf(w, "payouts that reached a transfer: %d of %d asked for", r.Store.TransfersTotal(), r.Store.Ops[crashtest.KindPayout].Issued)
+			if r.NoTransfers() {
+				fmt.Fprintf(w, ": FAIL, no payout reached a transfer in %d cycles (the payout path was never exercised)", r.Store.Cycles)
+			}
+			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "nodes disagreeing on the ledger after a cycle: %d\n", len(r.Disagreements))
 		for _, d := range r.Disagreements {

@@ -99,8 +99,23 @@ func (r *RouteRun) Failures() int {
 	}
 	if r.Store != nil {
 		n += r.Store.Violations()
+		if r.NoTransfers() {
+			n++
+		}
 	}
 	return n
+}
+
+// minTransferCycles is the shortest run that must see a payout reach a
+// transfer: the first cycle's installs clear in the second, so from the
+// third on a run without one has not exercised the payout path.
+const minTransferCycles = 3
+
+// NoTransfers reports a run of at least minTransferCycles cycles in which
+// no payout reached a transfer (every one refused, below_minimum): the
+// harness then never tested the payout money path under a fault.
+func (r *RouteRun) NoTransfers() bool {
+	return !r.Control && r.Store != nil && r.Store.Ops != nil && r.Store.Cycles >= minTransferCycles && r.Store.TransfersTotal() == 0
 }
 
 // ControlCaught reports whether the negative control's checks found

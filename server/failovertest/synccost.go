@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,7 +23,8 @@ import (
 
 // SyncCost is the price of synchronous replication on one cluster:
 // ledger postings (admin wallet adjustments, each a keyed request whose
-// posting commits with its stored answer) from 8 workers against one
+// posting commits with its stored answer), then install claims (the load
+// generator's claim scenario), each from 8 workers against one
 // xpromo-server through haproxy, with synchronous_mode on, then off; the
 // apps are the load generator's (server/loadgen).
 type SyncCost struct {
@@ -64,6 +67,10 @@ func measureSyncCost(ctx context.Context, c *Cluster, serverBin string, d time.D
 	cmd := exec.CommandContext(ctx, serverBin, "serve", "--addr", addr, "--mode", "test",
 		"--base-url=", "--redis-url=", "--categories-file=", "--log-format", "text", "--log-level", "warn",
 		"--rate-read", "100000000", "--rate-write", "100000000", "--trusted-proxies", "127.0.0.1",
+		// No canaries: the claim scenario signs a click for every fill, and
+		// a lapsed canary's click is refused fraud_token_expired (the
+		// claims' failure against this server before; docs/apps.md).
+		"--canary-rate", "0",
 		"--database-url", dbURL)
 	// None of the caller's XPROMO_* settings (the server reads them).
 	var env []string
@@ -107,8 +114,16 @@ func measureSyncCost(ctx context.Context, c *Cluster, serverBin string, d time.D
 		apps = append(apps, id)
 	}
 	measure := func(label string) ([]loadgen.OpStats, error) {
-		fmt.Fprintf(out, "failovertest: sync cost: postings for %s, %s\n", d, label)
-		return postings(ctx, op, apps, d), nil
+		fmt.Fprintf(out, "failovertest: sync cost: postings for %s, then install claims for %s, %s\n", d, d, label)
+		stats := postings(ctx, op, apps, d)
+		// The load generator's claim scenario: clicks made unmeasured, the
+		// clock moved past the click-to-install minimum, then the claims
+		// measured (each a chain, an escrow hold and its keyed answer).
+		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{Scenario: loadgen.ScenarioClaim, Duration: d, Concurrency: 8, ForwardedFor: true})
+		if err != nil {
+			return nil, fmt.Errorf("install claims: %w", err)
+		}
+		return append(stats, r.Ops...), nil
 	}
 	if cost.Sync, err = measure("synchronous_mode on (strict)"); err != nil {
 		return nil, err
@@ -125,16 +140,25 @@ func measureSyncCost(ctx context.Context, c *Cluster, serverBin string, d time.D
 
 // Print writes the two halves side by side.
 func (s *SyncCost) Print(w io.Writer) {
-	fmt.Fprintf(w, "\n== failovertest: cost of synchronous replication (ledger postings, %s each, 8 workers, one instance through haproxy)\n", s.Duration)
+	fmt.Fprintf(w, "\n== failovertest: cost of synchronous replication (ledger postings and install claims, %s each, 8 workers, one instance through haproxy)\n", s.Duration)
 	async := map[string]loadgen.OpStats{}
 	for _, o := range s.Async {
 		async[o.Op] = o
 	}
 	for _, o := range s.Sync {
 		a := async[o.Op]
-		fmt.Fprintf(w, "%-8s %-28s sync %7.1f/s p50 %6.2f ms p99 %7.2f ms (%d errors) | async %7.1f/s p50 %6.2f ms p99 %7.2f ms (%d errors)\n",
-			o.Op, o.Endpoint, o.Throughput, o.P50ms, o.P99ms, o.Errors, a.Throughput, a.P50ms, a.P99ms, a.Errors)
+		fmt.Fprintf(w, "%-8s %-28s sync %7.1f/s p50 %6.2f ms p99 %7.2f ms (%d errors%s) | async %7.1f/s p50 %6.2f ms p99 %7.2f ms (%d errors%s)\n",
+			o.Op, o.Endpoint, o.Throughput, o.P50ms, o.P99ms, o.Errors, codes(o.ErrorsByCode), a.Throughput, a.P50ms, a.P99ms, a.Errors, codes(a.ErrorsByCode))
 	}
+}
+
+// codes lists the errors by code (", fraud_token_expired ×3"), "" for none.
+func codes(m map[string]int64) string {
+	s := ""
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s += fmt.Sprintf(", %s ×%d", k, m[k])
+	}
+	return s
 }
 
 func randomHex(n int) string {

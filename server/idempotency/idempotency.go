@@ -84,8 +84,9 @@ type Tx interface {
 	// FinishIdempotencyKey stores r's response and sets state done, if the
 	// row is still in_progress under claim r.Claim; it reports whether it was.
 	FinishIdempotencyKey(ctx context.Context, r Record) (bool, error)
-	// ReleaseIdempotencyKey deletes the row if it is still in_progress under
-	// claim; it reports whether it was.
+	// ReleaseIdempotencyKey marks the row released if it is still
+	// in_progress under claim (its created_at set to ReleasedAt; the row and
+	// its expiry stay); it reports whether it was.
 	ReleaseIdempotencyKey(ctx context.Context, scope, key, claim string) (bool, error)
 	// IdempotencyHolderAlive reports whether the server instance holder (a
 	// Record's Holder) may still be running requests. It answers false only
@@ -245,6 +246,12 @@ func (s *Service) Begin(ctx context.Context, scope, idempotencyKey string, finge
 			}
 			expired := !now.Before(old.ExpiresAt)
 			abandoned := old.State == InProgress && !now.Before(old.CreatedAt.Add(s.lease()))
+			if old.State == InProgress && old.CreatedAt.Equal(ReleasedAt) && !bytes.Equal(old.Fingerprint, fingerprint) {
+				// Released, and now used for another request: forgotten,
+				// as if it had expired. The same request takes it over
+				// below (released is abandoned) and keeps its expiry.
+				expired = true
+			}
 			switch {
 			case expired || abandoned || old.State != InProgress || !bytes.Equal(old.Fingerprint, fingerprint):
 			case old.Holder != "" && old.Holder == s.Holder:
@@ -313,6 +320,17 @@ func (s *Service) Finish(ctx context.Context, c *Claim, resp Response) (bool, er
 	})
 	return ok, err
 }
+
+// ReleasedAt is the created_at of a released key's row (Release): a claim
+// abandoned at once. The row stays, with its expiry, so that the retry that
+// takes it over runs as the same request (the same Ref.ID): effects that
+// commit before the answer is stored (a payout's reservation) are found by
+// that retry, not made again or refused (issue 31: a payout the provider
+// had sent, answered below_minimum to its retries once the recovery pass
+// settled it, because each retry after the 503 was a new request). Another
+// request using the key (another fingerprint) starts it afresh, as after
+// its expiry.
+var ReleasedAt = time.Unix(0, 0).UTC()
 
 // Release gives a claimed key up without storing a response, so that a
 // retry runs the request again (after a server error, a 402 or a 429). When

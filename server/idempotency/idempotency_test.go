@@ -160,6 +160,36 @@ func TestReleaseLetsTheRequestRunAgain(t *testing.T) {
 	})
 }
 
+// A released key taken again by the same request names the same request
+// (Ref): a payout reserved before its 503 is found by the retry (issue
+// 31), and the key keeps its first use's expiry; another body starts the
+// key afresh.
+func TestReleasedKeyKeepsItsRequest(t *testing.T) {
+	storagetest.Each(t, func(t *testing.T, s storage.Store) {
+		c := clocktest.New(start)
+		svc := service(s, c)
+		first := mustClaim(t, svc, "app:a", "k", fpA)
+		if err := svc.Release(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Minute) // a fresh claim would expire a minute later
+		again := mustClaim(t, svc, "app:a", "k", fpA)
+		if again.Ref() != first.Ref() || again.ID == first.ID {
+			t.Fatalf("after a release: ref %+v then %+v", first.Ref(), again.Ref())
+		}
+		// The retry runs it: no other attempt may meanwhile.
+		_, _, err := begin(t, svc, "app:a", "k", fpA)
+		wantCode(t, err, apperr.IdempotencyKeyInUse)
+		if err := svc.Release(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		other := mustClaim(t, svc, "app:a", "k", fpB)
+		if other.Ref().ID() == first.Ref().ID() {
+			t.Fatal("another request on a released key names the first one")
+		}
+	})
+}
+
 // A claim whose request crashed is abandoned once its lease (60 s) lapses:
 // a retry takes the key over, and the old claim can no longer finish.
 func TestAbandonedClaimIsTakenOver(t *testing.T) {

@@ -73,7 +73,7 @@ WHERE scope = $1 AND key = $2 AND claim = $3 AND state = 'in_progress'`,
 }
 
 func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key, claim string) (bool, error) {
-	n, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND claim = $3 AND state = 'in_progress'`, scope, key, claim)
+	n, err := t.exec(ctx, `UPDATE idempotency_keys SET created_at = $4 WHERE scope = $1 AND key = $2 AND claim = $3 AND state = 'in_progress'`, scope, key, claim, idempotency.ReleasedAt)
 	if err != nil {
 		return false, wrap(err, "releasing an idempotency key")
 	}

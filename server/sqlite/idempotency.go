@@ -72,7 +72,7 @@ WHERE scope = ? AND key = ? AND claim = ? AND state = 'in_progress'`,
 }
 
 func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key, claim string) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND claim = ? AND state = 'in_progress'`, scope, key, claim)
+	res, err := t.tx.ExecContext(ctx, `UPDATE idempotency_keys SET created_at = ? WHERE scope = ? AND key = ? AND claim = ? AND state = 'in_progress'`, micros(idempotency.ReleasedAt), scope, key, claim)
 	if err != nil {
 		return false, wrap(err)
 	}

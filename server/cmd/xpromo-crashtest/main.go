@@ -48,15 +48,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	dbURL := fs.String("database-url", orDefault(env("XPROMO_TEST_DATABASE_URL"), defaultDatabaseURL), "PostgreSQL URL whose user may CREATE DATABASE: a fresh database is created there and dropped after (env XPROMO_TEST_DATABASE_URL)")
 	cycles := fs.Int("cycles", 20, "kills (and restarts) per store")
 	ops := fs.String("crash-ops", "all", "operations sent while the server may be killed (all, or some of topup,adjustment,claim,heartbeat,sweep,payout); the others run between kills")
-	workers := fs.Int("workers", 6, "operations sent at once")
-	claims := fs.Int("claims", 10, "install claims per cycle")
-	topups := fs.Int("topups", 3, "top-ups per cycle")
-	adjustments := fs.Int("adjustments", 10, "adjustments per cycle")
-	retryFor := fs.Duration("retry-for", 60*time.Second, "how long one operation is retried (with the same key) before it counts as unresolved")
+	var load crashtest.LoadFlags
+	load.Register(fs, 60*time.Second, "how long one operation is retried (with the same key) before it counts as unresolved")
 	leaseSkip := fs.Duration("lease-skip", 0, "how far each restart moves the test clock past where the run had it; 0 (the default) relies on the server taking over the keys of the killed process at once (holder detection), which a -retry-for under the 60 s lease then proves")
 	failRate := fs.Float64("webhook-fail-rate", 0.1, "share of verified webhook deliveries the receiver answers 500, so that the server retries them (0 to 0.25)")
 	keep := fs.Bool("keep", false, "keep each store's work directory (server log, SQLite file) and PostgreSQL database; a failed store keeps its work directory anyway")
-	verbose := fs.Bool("v", false, "print every problem found, not just the first few")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -87,14 +83,17 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if *failRate < 0 || *failRate > 0.25 {
 		return usage("-webhook-fail-rate must be between 0 and 0.25 (eight failed attempts in a row disable an endpoint)")
 	}
-	if *cycles < 0 || *workers < 1 || *claims < 0 || *topups < 0 || *adjustments < 0 || *retryFor <= 0 || *leaseSkip < 0 {
-		return usage("-cycles, -claims, -topups, -adjustments and -lease-skip must not be negative, -workers and -retry-for must be positive")
+	if err := load.Check(); err != nil {
+		return usage("%v", err)
+	}
+	if *cycles < 0 || *leaseSkip < 0 {
+		return usage("-cycles and -lease-skip must not be negative")
 	}
 
 	reports, err := crashtest.Run(ctx, crashtest.Config{
 		Server: *server, Stores: storeList, DatabaseURL: *dbURL, Cycles: *cycles, CrashOps: kinds,
-		Workers: *workers, Claims: *claims, TopUps: *topups, Adjustments: *adjustments,
-		RetryFor: *retryFor, LeaseSkip: *leaseSkip, WebhookFailRate: *failRate, Keep: *keep, Out: stdout, Verbose: *verbose,
+		Workers: load.Workers, Claims: load.Claims, TopUps: load.TopUps, Adjustments: load.Adjustments,
+		RetryFor: load.RetryFor, LeaseSkip: *leaseSkip, WebhookFailRate: *failRate, Keep: *keep, Out: stdout, Verbose: load.Verbose,
 	})
 	status := 0
 	fmt.Fprintln(stdout)

@@ -25,6 +25,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-server", bin, "-stores", "mysql"}, `unknown store "mysql"`},
 		{[]string{"-server", bin, "-crash-ops", "refund"}, `unknown operation "refund"`},
 		{[]string{"-server", bin, "-workers", "0"}, "must be positive"},
+		{[]string{"-server", bin, "-retry-for", "0s"}, "-retry-for must be positive"},
 		{[]string{"-server", bin, "extra"}, `unexpected argument "extra"`},
 	} {
 		var stdout, stderr bytes.Buffer

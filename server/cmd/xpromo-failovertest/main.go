@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xpromo/xpromo/server/crashtest"
 	"github.com/xpromo/xpromo/server/failovertest"
 )
 
@@ -46,13 +47,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	control := fs.Bool("control", true, "run the negative control (asynchronous replication, standbys held back): it must report lost writes")
 	dcs := fs.String("dcs", failovertest.DCSEtcd2, "Patroni's etcd API: etcd (v2) or etcd3 (Debian 12's Patroni 3.0.2 can lose acknowledged writes on etcd3 after a frozen primary: docs/operations.md)")
 	basePort := fs.Int("base-port", 15400, "the cluster's ports: base to base+30")
-	workers := fs.Int("workers", 6, "operations sent at once")
-	claims := fs.Int("claims", 10, "install claims per cycle")
-	topups := fs.Int("topups", 3, "top-ups per cycle")
-	adjustments := fs.Int("adjustments", 10, "adjustments per cycle")
-	retryFor := fs.Duration("retry-for", 3*time.Minute, "how long one operation is retried with its key before it counts as unresolved (longer than a failover)")
+	var load crashtest.LoadFlags
+	load.Register(fs, 3*time.Minute, "how long one operation is retried with its key before it counts as unresolved (longer than a failover)")
 	syncCost := fs.Duration("sync-cost", 10*time.Second, "measure the cost of synchronous replication: the load generator's claims for this long with synchronous_mode on, then off (0: skip)")
-	verbose := fs.Bool("v", false, "print every problem found")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -82,8 +79,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if *dcs != failovertest.DCSEtcd2 && *dcs != failovertest.DCSEtcd3 {
 		return usage("-dcs: %q: want %s or %s", *dcs, failovertest.DCSEtcd2, failovertest.DCSEtcd3)
 	}
-	if *cycles < 0 || *workers < 1 || *claims < 0 || *topups < 0 || *adjustments < 0 || *retryFor <= 0 || *basePort < 1024 || *basePort > 65000 {
-		return usage("-cycles, -claims, -topups, -adjustments must not be negative, -workers and -retry-for must be positive, -base-port between 1024 and 65000")
+	if err := load.Check(); err != nil {
+		return usage("%v", err)
+	}
+	if *cycles < 0 || *basePort < 1024 || *basePort > 65000 {
+		return usage("-cycles must not be negative, -base-port between 1024 and 65000")
 	}
 	if missing := failovertest.MissingTools(); len(missing) > 0 {
 		msg := "missing " + strings.Join(missing, ", ") + " (scripts/test-deps.sh installs them: Debian's patroni, etcd-server, haproxy, iproute2, postgresql)"
@@ -99,8 +99,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		Server: *server, BasePort: *basePort,
 		Cycles: map[failovertest.Route]int{failovertest.ViaHAProxy: *cycles, failovertest.ViaMultiHost: *multiCycles},
 		Kinds:  kindList, Control: *control, SyncCost: *syncCost, DCS: *dcs,
-		Workers: *workers, Claims: *claims, TopUps: *topups, Adjustments: *adjustments,
-		RetryFor: *retryFor, Out: stdout, Verbose: *verbose,
+		Workers: load.Workers, Claims: load.Claims, TopUps: load.TopUps, Adjustments: load.Adjustments,
+		RetryFor: load.RetryFor, Out: stdout, Verbose: load.Verbose,
 	})
 	failovertest.Print(stdout, res)
 	status := 0

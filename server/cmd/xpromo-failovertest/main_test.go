@@ -24,6 +24,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-server", filepath.Join(t.TempDir(), "missing")}, "-server:"},
 		{[]string{"-server", bin, "-faults", "meteor"}, `unknown fault kind "meteor"`},
 		{[]string{"-server", bin, "-workers", "0"}, "must be positive"},
+		{[]string{"-server", bin, "-retry-for", "0s"}, "-retry-for must be positive"},
 		{[]string{"-server", bin, "-base-port", "80"}, "-base-port between"},
 		{[]string{"-server", bin, "extra"}, `unexpected argument "extra"`},
 	} {
