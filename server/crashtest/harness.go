@@ -108,6 +108,14 @@ type Config struct {
 	// clients keep retrying through the fault with their keys, for up to
 	// RetryFor.
 	Fault func(ctx context.Context, cycle int) (FaultResult, error)
+	// FaultEarly, with Fault, brings the fault as the phase's first
+	// operation goes out, instead of inside a random operation of the
+	// cycle's aimed kind, so that the whole phase's load meets it. The
+	// failover test's negative control needs that: it counts the writes
+	// answered while it holds the standbys back, and a fault that fell in
+	// one of the phase's last operations found the load over and nothing
+	// to lose (what failed its rehearsal on 2026-12-03).
+	FaultEarly bool
 	// AfterCycle, when set, runs once a cycle's operations are answered
 	// (the failover test compares the nodes' ledgers there).
 	AfterCycle func(ctx context.Context, cycle int, databaseURL string) error
@@ -534,8 +542,8 @@ func (h *harness) cycle(ctx context.Context, n int) error {
 	if h.cfg.Fault != nil {
 		h.rep.Cycles++
 		h.rep.Kills = append(h.rep.Kills, k)
-		fmt.Fprintf(h.cfg.Out, "crashtest %s: cycle %d/%d: %d operations (%d under the fault); %s; %d in flight; %s; back in %s; verify %s; %s\n",
-			h.store, n, h.cfg.Cycles, len(ops), len(loud), strings.Replace(k.describe(), "killed", "fault", 1), k.InFlight, k.Fault.Summary,
+		fmt.Fprintf(h.cfg.Out, "crashtest %s: cycle %d/%d: %d operations (%d under the fault); %s; %d in flight, %d not yet sent; %s; back in %s; verify %s; %s\n",
+			h.store, n, h.cfg.Cycles, len(ops), len(loud), strings.Replace(k.describe(), "killed", "fault", 1), k.InFlight, k.Queued, k.Fault.Summary,
 			k.Restart.Round(time.Millisecond), k.verdicts(), time.Since(t0).Round(time.Millisecond))
 		return nil
 	}
@@ -557,6 +565,7 @@ type Kill struct {
 	Target   Kind          // the kind of the operation it fell in ("" when none went out)
 	Delay    time.Duration // from that operation going out to the kill
 	InFlight int           // operations between their first attempt and their answer
+	Queued   int           // operations of the phase not yet sent
 	// Delivering counts the webhook deliveries the receiver was answering
 	// when the kill came.
 	Delivering int
@@ -599,11 +608,9 @@ func (k Kill) verdicts() string {
 var killOrder = []Kind{KindAdjustment, KindPayout, KindHeartbeat, KindClaim, KindTopUp, KindSweep}
 
 // phase sends ops from the workers and returns when each has its outcome.
-// With kill, it kills the server once and starts it again: the cycle aims
-// at a kind (killOrder, in turn), and the kill falls inside one of its
-// operations, picked at random, a random delay after it went out (up to
-// one and a half times the kind's usual duration), while the other
-// workers are busy with theirs.
+// With kill, it kills the server once and starts it again (or brings
+// Config.Fault), inside the operation aim picks, while the other workers
+// are busy with theirs.
 func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (Kill, error) {
 	if len(ops) == 0 && !kill {
 		return Kill{}, nil
@@ -612,34 +619,18 @@ func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (K
 	defer cancel(nil)
 	var target *Op
 	var k Kill
-	if kill && len(ops) > 0 {
-		var aims []Kind
-		for _, kind := range killOrder {
-			if h.cfg.CrashOps[kind] {
-				aims = append(aims, kind)
-			}
-		}
-		k.Aim = aims[(cycle-1)%len(aims)]
-		var candidates []*Op
-		for _, op := range ops {
-			if op.Kind == k.Aim {
-				candidates = append(candidates, op)
-			}
-		}
-		if len(candidates) == 0 {
-			candidates = ops // none of the kind this cycle: any
-		}
-		target = candidates[mrand.IntN(len(candidates))]
-		k.Target = target.Kind
-		k.Delay = mrand.N(h.exec.typical(target.Kind) * 3 / 2)
+	if kill {
+		target, k = aim(ops, cycle, h.cfg.CrashOps, h.cfg.Fault != nil && h.cfg.FaultEarly, h.exec.typical)
 	}
-	var inFlight atomic.Int64
+	var inFlight, queued atomic.Int64
+	queued.Store(int64(len(ops)))
 	var once sync.Once
 	killed := make(chan Kill, 1)
 	trigger := func() {
 		once.Do(func() {
 			go func() {
 				time.Sleep(k.Delay)
+				k.Queued = int(queued.Load())
 				k, err := h.interrupt(ctx, cycle, k, &inFlight)
 				if err != nil {
 					cancel(err)
@@ -665,6 +656,7 @@ func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (K
 	}
 	for _, op := range ops {
 		queue <- op
+		queued.Add(-1)
 	}
 	close(queue)
 	wg.Wait()
@@ -673,6 +665,43 @@ func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (K
 		k = <-killed
 	}
 	return k, context.Cause(ctx)
+}
+
+// aim picks the operation a phase's kill falls in and how long after it
+// went out: the cycle aims at a kind (killOrder among crashOps, in turn),
+// and the kill falls inside one of its operations, picked at random, a
+// random delay up to one and a half times the kind's usual duration after
+// it went out. early (Config.FaultEarly) aims at the first operation
+// instead, with no delay. Zero when there are no operations.
+func aim(ops []*Op, cycle int, crashOps map[Kind]bool, early bool, typical func(Kind) time.Duration) (*Op, Kill) {
+	var k Kill
+	if len(ops) == 0 {
+		return nil, k
+	}
+	if early {
+		k.Aim, k.Target = ops[0].Kind, ops[0].Kind
+		return ops[0], k
+	}
+	var aims []Kind
+	for _, kind := range killOrder {
+		if crashOps[kind] {
+			aims = append(aims, kind)
+		}
+	}
+	k.Aim = aims[(cycle-1)%len(aims)]
+	var candidates []*Op
+	for _, op := range ops {
+		if op.Kind == k.Aim {
+			candidates = append(candidates, op)
+		}
+	}
+	if len(candidates) == 0 {
+		candidates = ops // none of the kind this cycle: any
+	}
+	target := candidates[mrand.IntN(len(candidates))]
+	k.Target = target.Kind
+	k.Delay = mrand.N(typical(target.Kind) * 3 / 2)
+	return target, k
 }
 
 // interrupt is the cycle's kill and restart, or its Config.Fault: the

@@ -269,7 +269,7 @@ func runRoute(ctx context.Context, cfg Config, c *Cluster, route Route, cycles i
 		// Kept: the servers' logs explain a breach the crash test's own
 		// checks do not count; removed below when the run passed.
 		Keep:      true,
-		Instances: instances, Fault: in.fault, Observe: w.observe, ServerDatabase: serverDB,
+		Instances: instances, Fault: in.fault, FaultEarly: control, Observe: w.observe, ServerDatabase: serverDB,
 		AfterCycle: func(ctx context.Context, cycle int, dbURL string) error {
 			if n := len(in.reports); n > 0 && in.reports[n-1].Cycle == cycle {
 				in.reports[n-1].FirstWrite = w.firstWrites(cycle)
