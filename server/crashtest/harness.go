@@ -669,10 +669,15 @@ func (h *harness) phase(ctx context.Context, ops []*Op, cycle int, kill bool) (K
 
 // aim picks the operation a phase's kill falls in and how long after it
 // went out: the cycle aims at a kind (killOrder among crashOps, in turn),
-// and the kill falls inside one of its operations, picked at random, a
-// random delay up to one and a half times the kind's usual duration after
-// it went out. early (Config.FaultEarly) aims at the first operation
-// instead, with no delay. Zero when there are no operations.
+// and the kill falls inside one of its operations in the first half of
+// the phase, picked at random, a random delay up to one and a half times
+// the kind's usual duration after it went out. The first half, so that
+// the rest of the phase's load meets the kill: aimed at any of them, the
+// fault of a 20-cycle failover run (2026-12-03) came after its cycle's
+// last operation had gone out in 8 cycles, and after the last answer in 3
+// (0 in flight, 0 not yet sent), where it tested nobody's retries.
+// early (Config.FaultEarly) aims at the first operation instead, with no
+// delay. Zero when there are no operations.
 func aim(ops []*Op, cycle int, crashOps map[Kind]bool, early bool, typical func(Kind) time.Duration) (*Op, Kill) {
 	var k Kill
 	if len(ops) == 0 {
@@ -690,13 +695,13 @@ func aim(ops []*Op, cycle int, crashOps map[Kind]bool, early bool, typical func(
 	}
 	k.Aim = aims[(cycle-1)%len(aims)]
 	var candidates []*Op
-	for _, op := range ops {
-		if op.Kind == k.Aim {
-			candidates = append(candidates, op)
+	for i, op := range ops {
+		if op.Kind == k.Aim && (i < (len(ops)+1)/2 || len(candidates) == 0) {
+			candidates = append(candidates, op) // the first half, or the first of the kind
 		}
 	}
 	if len(candidates) == 0 {
-		candidates = ops // none of the kind this cycle: any
+		candidates = ops[:(len(ops)+1)/2] // none of the kind this cycle: any in the first half
 	}
 	target := candidates[mrand.IntN(len(candidates))]
 	k.Target = target.Kind
