@@ -16,15 +16,15 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/guide"
 	"github.com/xpromo/xpromo/server/ledger"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // TestCommands runs every command against the real server, in table and
 // JSON form, and compares the output with testdata/*.golden.
 func TestCommands(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 	n := e.normalizer()
@@ -137,7 +137,7 @@ func TestCommands(t *testing.T) {
 
 // TestJSONIsTheAPIAnswer: --json prints the server's body byte for byte.
 func TestJSONIsTheAPIAnswer(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	for _, path := range []string{"/v1/rate-card", "/v1/network-stats"} {
 		resp, err := http.Get(srv.url + path)
@@ -153,7 +153,7 @@ func TestJSONIsTheAPIAnswer(t *testing.T) {
 // TestPayout: a withdrawable balance (cash earnings of a cleared install)
 // is paid out.
 func TestPayout(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	n := e.normalizer()
 	adv := e.register("advertiser", "Advertiser", "com.example.adv")
@@ -186,7 +186,7 @@ func TestPayout(t *testing.T) {
 // TestListsCommands: balance, payouts and admin apps read what the API
 // answers (the publisher of TestPayout's flow, after one payout).
 func TestListsCommands(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	adv := e.register("advertiser", "Advertiser", "com.example.adv")
 	pub := e.register("", "Publisher", "com.example.pub")
@@ -239,7 +239,7 @@ func clearInstall(t *testing.T, srv *server, advertiser, publisher string, amoun
 // TestRotateKey: the new key is saved and works; it is never printed in
 // the table.
 func TestRotateKey(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	old := e.register("", "Rotator", "com.example.rot")
 	r := e.ok("apps", "rotate-key")
@@ -257,7 +257,7 @@ func TestRotateKey(t *testing.T) {
 // TestWatch: `apps score --watch` follows the app until an operator
 // approves it, printing each state change on stderr.
 func TestWatch(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 	app := e.register("", "Watched", "com.example.watched")
@@ -298,7 +298,7 @@ func TestWatch(t *testing.T) {
 
 // TestWatchTimeout: a watch that never sees a decision gives up.
 func TestWatchTimeout(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.register("", "Pending", "com.example.pending")
 	r := e.fails(1, "timeout", "apps", "score", "--watch", "--interval", "5ms", "--timeout", "30ms")
@@ -317,7 +317,7 @@ func TestWatchTimeout(t *testing.T) {
 // terminal's stderr, never on stdout, and only when stdout is elsewhere
 // for streamed formats.
 func TestLedgerProgress(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.register("", "Big", "com.example.big")
 	for range 3 {
@@ -341,7 +341,7 @@ func TestLedgerProgress(t *testing.T) {
 // TestSDKKeys: `keys sdk new` writes the private key 0600 and prints its id
 // and public key; `register` sends only the public half.
 func TestSDKKeys(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.register("", "Signer", "com.example.signer")
 	dir := t.TempDir()
@@ -401,7 +401,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // TestAppsShowUpdate: `apps show` reads the app's own record; `apps update`
 // sets and removes its appcast URL, a change printing its scoring job.
 func TestAppsShowUpdate(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	n := e.normalizer()
 	reg := e.ok("apps", "register", "--name", "Clipboard Pro", "--platform", "win", "--bundle-id", "com.example.clipboardpro",

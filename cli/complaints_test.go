@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
-	"github.com/xpromo/xpromo/server/wire"
+	"github.com/xpromo/xpromo/server/assembly"
 )
 
 // TestEarnModeAndComplaints: `apps earn-mode`, `complaints` and `admin
 // complaints` against the real server.
 func TestEarnModeAndComplaints(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 	n := e.normalizer()

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/cli/internal/config"
-	"github.com/xpromo/xpromo/server/wire"
+	"github.com/xpromo/xpromo/server/assembly"
 )
 
 func readConfig(t *testing.T, path string) config.File {
@@ -25,7 +25,7 @@ func readConfig(t *testing.T, path string) config.File {
 // TestConfigFile: `apps register` writes the profile to a 0600 file in a
 // 0700 directory, and later commands use it without flags or env.
 func TestConfigFile(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	app := e.register("", "Saved", "com.example.saved")
 	other := e.register("work", "Work", "com.example.work")
@@ -72,7 +72,7 @@ func TestConfigFile(t *testing.T) {
 
 // TestPrecedence: flag > env > file > default, each setting on its own.
 func TestPrecedence(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	app := e.register("", "Precedence", "com.example.prec")
 	delete(e.vars, "XPROMO_BASE_URL")

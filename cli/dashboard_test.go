@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xpromo/xpromo/server/wire"
+	"github.com/xpromo/xpromo/server/assembly"
 )
 
 // `xpromo dashboard --open` prints and opens a sign-in link that signs a
 // browser in once.
 func TestDashboardLink(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.ok("apps", "register", "--name", "Clipboard Pro", "--platform", "mac", "--bundle-id", "com.example.clipboardpro",
 		"--domain", "example.com", "--download-url", "https://example.com/ClipboardPro.dmg", "--contact-email", "team@example.com")

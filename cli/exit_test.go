@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/cli"
-	"github.com/xpromo/xpromo/server/wire"
+	"github.com/xpromo/xpromo/server/assembly"
 )
 
 // TestExitCodes: each class of failure has its own exit status and prints
 // `error: <code>: <message>` on stderr.
 func TestExitCodes(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 	app := e.register("", "Exit", "com.example.exit")
@@ -52,7 +52,7 @@ func TestExitCodes(t *testing.T) {
 		noAdmin := newCLI(t, srv)
 		noAdmin.fails(cli.ExitAuth, "missing_admin_token", "admin", "audit")
 		// A server whose admin API is off says so, and how to turn it on.
-		off := newCLI(t, startServer(t, wire.Config{AdminToken: adminOff}))
+		off := newCLI(t, startServer(t, assembly.Config{AdminToken: adminOff}))
 		off.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 		r = off.fails(cli.ExitAuth, "admin_api_disabled", "admin", "audit")
 		assert.Contains(t, r.stderr, "XPROMO_ADMIN_TOKEN")
@@ -92,7 +92,7 @@ func TestExitCodes(t *testing.T) {
 
 // TestRateLimited: a 429 exits 7 and says when to retry.
 func TestRateLimited(t *testing.T) {
-	srv := startServer(t, wire.Config{ReadLimit: 2, WriteLimit: 2})
+	srv := startServer(t, assembly.Config{ReadLimit: 2, WriteLimit: 2})
 	e := newCLI(t, srv)
 	e.ok("rate-card")
 	e.ok("rate-card")
@@ -102,7 +102,7 @@ func TestRateLimited(t *testing.T) {
 
 // TestServerErrors: a 5xx and an unreachable server exit 8.
 func TestServerErrors(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.register("", "Down", "com.example.down")
 	require.NoError(t, srv.store.Close()) // the database goes away under the server
@@ -120,7 +120,7 @@ func TestServerErrors(t *testing.T) {
 
 // TestInterrupted: a cancelled context (Ctrl-C) exits 130.
 func TestInterrupted(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xpromo/xpromo/server/wire"
+	"github.com/xpromo/xpromo/server/assembly"
 )
 
 // TestNewcomerFlow walks README.md's "With the CLI" section, command for
 // command: register, (an operator approves), top up in test mode, create a
 // campaign, export the ledger as CSV, request a payout.
 func TestNewcomerFlow(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	me := newCLI(t, srv)
 
 	// 1. Register; the key is saved to the default profile.

@@ -6,16 +6,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/gate/gatetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // TestGateCommands: the contact challenge mailed again, answered by its
 // code from the received email, and a re-check of a pending app.
 func TestGateCommands(t *testing.T) {
 	inbox := gatetest.SMTP(t)
-	srv := startServer(t, wire.Config{Gate: wire.GateConfig{
+	srv := startServer(t, assembly.Config{Gate: assembly.GateConfig{
 		SMTP:       contact.SMTPConfig{Host: inbox.Host, Port: inbox.Port, TLS: contact.TLSNone, From: "xpromo <verify@xpromo.dev>"},
 		Challenges: &gatetest.Challenges{},
 	}})

@@ -21,11 +21,11 @@ import (
 
 	"github.com/xpromo/xpromo/cli"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/sqlite"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -41,7 +41,7 @@ type clock struct {
 
 func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 
-// server is a real xpromo server (server/wire on a SQLite temp store)
+// server is a real xpromo server (server/assembly on a SQLite temp store)
 // behind httptest.
 type server struct {
 	url   string
@@ -54,8 +54,8 @@ type server struct {
 // admin token), as `make run` does by default.
 const adminOff = "(admin API off)"
 
-// startServer starts wire.New(cfg); an empty cfg.AdminToken means adminToken.
-func startServer(t *testing.T, cfg wire.Config) *server {
+// startServer starts assembly.New(cfg); an empty cfg.AdminToken means adminToken.
+func startServer(t *testing.T, cfg assembly.Config) *server {
 	t.Helper()
 	s := &server{store: storagetest.SQLite(t), clock: &clock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}, chk: openapitest.New(t)}
 	var handler http.Handler
@@ -71,7 +71,7 @@ func startServer(t *testing.T, cfg wire.Config) *server {
 		cfg.AdminToken = ""
 	}
 	cfg.BaseURL, cfg.Now, cfg.Mode = ts.URL, s.clock.Now, httpapi.ModeTest
-	srv, err := wire.New(cfg, s.store)
+	srv, err := assembly.New(cfg, s.store)
 	require.NoError(t, err)
 	handler, s.url = srv, ts.URL
 	return s

@@ -19,9 +19,9 @@ import (
 	"github.com/xpromo/xpromo/cli"
 	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/storage"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // advance moves the server's clock (events of one instant have no order
@@ -37,7 +37,7 @@ var secretRe = regexp.MustCompile(`whsec_[A-Za-z0-9+/=]{44}`)
 // TestWebhooksCommands runs the webhooks and events commands against the
 // real server and compares their output with testdata/*.golden.
 func TestWebhooksCommands(t *testing.T) {
-	srv := startServer(t, wire.Config{WebhooksAllowLoopback: true})
+	srv := startServer(t, assembly.Config{WebhooksAllowLoopback: true})
 	e := newCLI(t, srv)
 	e.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 	n := e.normalizer()
@@ -209,7 +209,7 @@ func (e *cliEnv) listen(args ...string) (stdout, stderr *syncBuffer, stop func()
 // then as it happens, signed so that sdk/webhook verifies it with the
 // secret, shows the local answer, and stops cleanly.
 func TestListen(t *testing.T) {
-	srv := startServer(t, wire.Config{})
+	srv := startServer(t, assembly.Config{})
 	e := newCLI(t, srv)
 	e.vars["XPROMO_ADMIN_TOKEN"] = adminToken
 	app := e.register("", "Clipboard Pro", "com.example.clipboardpro")

@@ -15,7 +15,7 @@ import (
 	"github.com/xpromo/xpromo/cli"
 	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
-	"github.com/xpromo/xpromo/server/wire"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/x402/x402test"
 )
 
@@ -31,7 +31,7 @@ func TestTopUpX402PaysWithAWallet(t *testing.T) {
 	payTo := "0x00000000000000000000000000000000000000aa"
 	chain := x402test.Start(t, payer.Address()+"=200000000")
 
-	srv := startServer(t, wire.Config{X402PayTo: payTo, X402EURUSD: "1.1", X402Facilitator: chain.URL, X402RPC: chain.RPC})
+	srv := startServer(t, assembly.Config{X402PayTo: payTo, X402EURUSD: "1.1", X402Facilitator: chain.URL, X402RPC: chain.RPC})
 	srv.clock.mu.Lock()
 	srv.clock.now = time.Now().UTC() // the chain's blocks carry the wall clock's time
 	srv.clock.mu.Unlock()

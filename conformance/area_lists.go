@@ -36,7 +36,7 @@ func checkBalanceOfTopUp(c *C) {
 	// That another app's balance answers 404 is not checked here: the auth
 	// area owns "another app's resources answer 404" (the self-test breaks
 	// that rule and wants exactly the auth area to fail); the server's own
-	// contract test checks it for the balance (server/wire, contractLists in TestContract).
+	// contract test checks it for the balance (server/assembly, contractLists in TestContract).
 }
 
 func checkChainsAndEscrow(c *C) {

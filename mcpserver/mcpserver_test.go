@@ -26,7 +26,7 @@ import (
 // about itself and what it refuses before calling the API. The API is a
 // closed port, so a call that does reach it answers `unavailable`. The
 // calls against the real server (parity with REST, errors from the API,
-// keys, the stdio binary, /mcp over HTTP) are in server/wire/mcp_test.go.
+// keys, the stdio binary, /mcp over HTTP) are in server/assembly/mcp_test.go.
 
 // closedURL is the URL of a port nothing listens on.
 func closedURL(t testing.TB) string {

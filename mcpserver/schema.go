@@ -10,7 +10,7 @@ import (
 // same name in openapi.json, resolved (no $ref, so that every MCP client can
 // read it): input schemas are the operation's path, query and header
 // parameters plus its body fields; output schemas are its answer. A test of
-// the reference server (server/wire/mcp_test.go) compares them with the
+// the reference server (server/assembly/mcp_test.go) compares them with the
 // document, keyword by keyword, so they cannot drift. Descriptions are
 // written for an agent and may differ.
 

@@ -18,7 +18,7 @@ import (
 var listToolNames = []string{"get_balance", "list_payouts", "list_api_keys", "list_chains", "get_thresholds"}
 
 // listSchemas are the answers' schemas, openapi.json's with every $ref
-// resolved (TestMCPToolsMatchOpenAPI in server/wire compares them keyword
+// resolved (TestMCPToolsMatchOpenAPI in server/assembly compares them keyword
 // for keyword).
 //
 //go:embed lists_schemas.json

@@ -15,9 +15,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/sqlite"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // Limits of the request rate the suite's targets run with: high enough for
@@ -61,7 +61,7 @@ func InProcess(t testing.TB, opts Options) *Server {
 	baseURL := "http://" + ts.Listener.Addr().String()
 
 	token := "conformance-admin-" + randomToken()
-	srv, err := wire.New(wire.Config{
+	srv, err := assembly.New(assembly.Config{
 		Mode:       httpapi.ModeTest,
 		AdminToken: token,
 		BaseURL:    baseURL,

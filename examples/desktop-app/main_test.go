@@ -18,17 +18,17 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 const adminToken = "desktop-app-test-admin-token"
 
-// startServer runs the real server (server/wire on a fresh SQLite store,
+// startServer runs the real server (server/assembly on a fresh SQLite store,
 // test mode, its default rate limits and real clock, its job runner, so the
 // vetting gate decides) behind httptest, as `make demo` runs xpromo-server.
-func startServer(t *testing.T, cfg wire.Config) string {
+func startServer(t *testing.T, cfg assembly.Config) string {
 	t.Helper()
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
@@ -40,7 +40,7 @@ func startServer(t *testing.T, cfg wire.Config) string {
 		cfg.AdminToken = adminToken
 	}
 	cfg.BaseURL = ts.URL
-	srv, err := wire.Build(cfg, storagetest.SQLite(t))
+	srv, err := assembly.Build(cfg, storagetest.SQLite(t))
 	require.NoError(t, err)
 	handler = srv.HTTP
 	runJobs(t, srv)
@@ -55,7 +55,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 // arithmetic of decisions §3, and the two signatures. Then it shows that
 // the checks catch ledgers that do not add up.
 func TestStory(t *testing.T) {
-	url := startServer(t, wire.Config{})
+	url := startServer(t, assembly.Config{})
 	var out, log bytes.Buffer
 	res, err := playStory(context.Background(), config{
 		BaseURL: url, AdminToken: adminToken, Category: "productivity", Dir: t.TempDir(), Out: &out, Log: &log,
@@ -155,7 +155,7 @@ func TestStory(t *testing.T) {
 // environment): exit 0 and the full report. Run twice against one server,
 // the story still holds: each run pauses its campaign.
 func TestRun(t *testing.T) {
-	url := startServer(t, wire.Config{})
+	url := startServer(t, assembly.Config{})
 	for i := range 2 {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), []string{"--wait", "10s"}, env(map[string]string{
@@ -182,7 +182,7 @@ func TestRun(t *testing.T) {
 
 // TestRunFails: a story that cannot finish exits 1 and says why.
 func TestRunFails(t *testing.T) {
-	url := startServer(t, wire.Config{})
+	url := startServer(t, assembly.Config{})
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--base-url", url, "--admin-token", "wrong"}, env(nil), &stdout, &stderr)
 	assert.Equal(t, exitFail, code)
@@ -231,7 +231,7 @@ func TestStoryWithWebhooks(t *testing.T) {
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
-	srv, err := wire.Build(wire.Config{Mode: httpapi.ModeTest, AdminToken: adminToken, BaseURL: ts.URL, WebhooksAllowLoopback: true}, storagetest.SQLite(t))
+	srv, err := assembly.Build(assembly.Config{Mode: httpapi.ModeTest, AdminToken: adminToken, BaseURL: ts.URL, WebhooksAllowLoopback: true}, storagetest.SQLite(t))
 	require.NoError(t, err)
 	handler = srv.HTTP
 	runJobs(t, srv)
@@ -292,7 +292,7 @@ func TestStoryWithWebhooks(t *testing.T) {
 }
 
 // runJobs runs srv's job queue (the vetting gate) until the test ends.
-func runJobs(t *testing.T, srv *wire.Server) {
+func runJobs(t *testing.T, srv *assembly.Server) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.RunJobs(ctx); close(done) }()

@@ -22,8 +22,8 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/webhook"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -185,7 +185,7 @@ func TestDeliveredByTheServer(t *testing.T) {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer api.Close()
 	const adminToken = "webhook-receiver-test-admin-token"
-	srv, err := wire.Build(wire.Config{BaseURL: api.URL, AdminToken: adminToken, WebhooksAllowLoopback: true}, storagetest.SQLite(t))
+	srv, err := assembly.Build(assembly.Config{BaseURL: api.URL, AdminToken: adminToken, WebhooksAllowLoopback: true}, storagetest.SQLite(t))
 	require.NoError(t, err)
 	handler = srv.HTTP
 	ctx, cancel := context.WithCancel(context.Background())

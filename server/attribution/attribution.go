@@ -311,7 +311,7 @@ type InstallHistory struct {
 type Txer func(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 
 // Auction is the marketplace as attribution uses it (market.Service, through
-// an adapter in package wire).
+// an adapter in package assembly).
 type Auction interface {
 	// Fill runs the auction for a publisher's slot; false: no campaign.
 	Fill(ctx context.Context, publisherAppID, category string, platform xpromo.Platform) (Award, bool, error)

@@ -14,6 +14,7 @@ import (
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
@@ -21,7 +22,6 @@ import (
 	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // fakeClock is the base clock of the world; tests move it.
@@ -34,14 +34,14 @@ func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c
 
 func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-// world is a server assembled exactly as it ships (wire.Build) on a real
+// world is a server assembled exactly as it ships (assembly.Build) on a real
 // store, driven through the domain services.
 type world struct {
 	t      testing.TB
 	ctx    context.Context
 	store  storage.Store
 	clock  *fakeClock
-	srv    *wire.Server
+	srv    *assembly.Server
 	attr   *attribution.Service
 	ledger *ledger.Ledger
 	seq    atomic.Int64
@@ -58,7 +58,7 @@ func newWorld(t testing.TB, store storage.Store, rules attribution.Rules) *world
 	t.Helper()
 	// 2026-11-21 09:00 UTC: far from a day boundary for a few hours.
 	clock := &fakeClock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
-	srv, err := wire.Build(wire.Config{
+	srv, err := assembly.Build(assembly.Config{
 		Now:             clock.Now,
 		IPToASNFile:     "testdata/ip2asn-test.tsv",
 		DatacentersFile: "testdata/datacenters-test.txt",

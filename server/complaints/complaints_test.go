@@ -11,7 +11,7 @@ import (
 )
 
 // A refused input is refused before any transaction starts, with its code
-// and field. (Behaviour on a store: server/storetest and server/wire.)
+// and field. (Behaviour on a store: server/storetest and server/assembly.)
 func TestInputIsCheckedFirst(t *testing.T) {
 	noTx := func(context.Context, func(context.Context, Tx) error) error {
 		t.Fatal("a refused input must not reach the store")

@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/dashboard"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 const adminToken = "dash-admin-token"
@@ -44,7 +44,7 @@ func (c *clock) Add(d time.Duration) {
 // with.
 type stack struct {
 	t     *testing.T
-	srv   *wire.Server
+	srv   *assembly.Server
 	http  *httptest.Server
 	clock *clock
 	store storage.Store
@@ -55,7 +55,7 @@ func newStack(t *testing.T, store storage.Store) *stack {
 	c := &clock{now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
 	hs := httptest.NewUnstartedServer(nil)
 	base := "http://" + hs.Listener.Addr().String()
-	srv, err := wire.Build(wire.Config{Now: c.Now, AdminToken: adminToken, BaseURL: base,
+	srv, err := assembly.Build(assembly.Config{Now: c.Now, AdminToken: adminToken, BaseURL: base,
 		ReadLimit: 1_000_000, WriteLimit: 1_000_000}, store)
 	require.NoError(t, err)
 	hs.Config.Handler = srv.HTTP

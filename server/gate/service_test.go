@@ -85,7 +85,7 @@ func newWorld(t *testing.T, s storage.Store, cp counterparts) *world {
 	return w
 }
 
-// handle registers the gate on a runner, as the server does (wire).
+// handle registers the gate on a runner, as the server does (package assembly).
 func handle(r *jobs.Runner[storage.Tx], g *gate.Service) {
 	r.Handle(xpromo.JobGate, time.Minute, func(ctx context.Context, j apps.Job) (jobs.Outcome[storage.Tx], error) {
 		out, err := g.Run(ctx, j)

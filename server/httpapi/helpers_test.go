@@ -12,15 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/openapi/openapitest"
 	"github.com/xpromo/xpromo/server/storage"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // The harness the black-box tests of this package share: the whole server
-// as it ships (wire.New) in test mode on a real store, served over HTTP on a
+// as it ships (assembly.New) in test mode on a real store, served over HTTP on a
 // manual clock, and a client whose every exchange is checked against
 // openapi.json.
 
@@ -32,7 +32,7 @@ const adminToken = "admin-secret-token"
 const peerHeader = "X-Test-Peer"
 
 // unlimited is a configuration whose rate limits no test reaches.
-var unlimited = wire.Config{ReadLimit: 100000, WriteLimit: 100000}
+var unlimited = assembly.Config{ReadLimit: 100000, WriteLimit: 100000}
 
 // testServer is a running server under test.
 type testServer struct {
@@ -41,17 +41,17 @@ type testServer struct {
 	clock  *clocktest.Clock // the server's Now
 	store  storage.Store
 	srv    *httpapi.Server
-	built  *wire.Server // srv's services (background passes)
-	client *http.Client // checks every exchange against openapi.json
+	built  *assembly.Server // srv's services (background passes)
+	client *http.Client     // checks every exchange against openapi.json
 }
 
 // adminOff as cfg.AdminToken makes serve start a server whose admin API is
 // off (no admin token), as `make run` does by default.
 const adminOff = "(admin API off)"
 
-// serve starts wire.New(cfg) on s with its clock at start. It fills in
+// serve starts assembly.New(cfg) on s with its clock at start. It fills in
 // cfg's Mode (test), BaseURL, Now and, when empty, AdminToken (adminToken).
-func serve(t *testing.T, s storage.Store, start time.Time, cfg wire.Config) *testServer {
+func serve(t *testing.T, s storage.Store, start time.Time, cfg assembly.Config) *testServer {
 	t.Helper()
 	ts := &testServer{t: t, store: s, clock: clocktest.New(start), client: openapitest.New(t).Client()}
 	var handler http.Handler
@@ -69,7 +69,7 @@ func serve(t *testing.T, s storage.Store, start time.Time, cfg wire.Config) *tes
 	case adminOff:
 		cfg.AdminToken = ""
 	}
-	built, err := wire.Build(cfg, s)
+	built, err := assembly.Build(cfg, s)
 	require.NoError(t, err)
 	ts.built, ts.srv, handler, ts.url = built, built.HTTP, built.HTTP, hs.URL
 	return ts

@@ -19,16 +19,16 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
-// newLimitsEnv serves wire.New(cfg) on s, its clock starting at 21 Nov 2026
+// newLimitsEnv serves assembly.New(cfg) on s, its clock starting at 21 Nov 2026
 // 10:00 UTC. mount, if not nil, adds fixture routes (MountLimitsFixture)
 // before any request is made.
-func newLimitsEnv(t *testing.T, s storage.Store, cfg wire.Config, mount func(public, protected chi.Router)) *testServer {
+func newLimitsEnv(t *testing.T, s storage.Store, cfg assembly.Config, mount func(public, protected chi.Router)) *testServer {
 	t.Helper()
 	e := serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), cfg)
 	if mount != nil {
@@ -67,7 +67,7 @@ func randomPeer() string {
 // routes), 422s.
 func TestLimitsHeadersOnEveryResponse(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e := newLimitsEnv(t, s, wire.Config{ReadLimit: 5, WriteLimit: 3}, nil)
+		e := newLimitsEnv(t, s, assembly.Config{ReadLimit: 5, WriteLimit: 3}, nil)
 		const peer = "192.0.2.10:5555"
 
 		r := e.send(request{method: "GET", path: "/v1/rate-card", peer: peer})
@@ -117,7 +117,7 @@ func TestLimitsHeadersOnEveryResponse(t *testing.T) {
 // the next window allows writes again.
 func TestLimitsWritesOverTheLimit(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e := newLimitsEnv(t, s, wire.Config{ReadLimit: 5, WriteLimit: 3}, nil)
+		e := newLimitsEnv(t, s, assembly.Config{ReadLimit: 5, WriteLimit: 3}, nil)
 		app := e.registerFrom("192.0.2.20:1", snip())
 		appID, key := app.AppID, app.APIKey
 		write := request{method: "POST", path: "/v1/apps/app_not_mine/keys/rotate", key: key, peer: "192.0.2.20:1"}
@@ -172,7 +172,7 @@ func TestLimitsWritesOverTheLimit(t *testing.T) {
 // never X-Forwarded-For, IPv6 by /64.
 func TestLimitsPerIP(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 2}, nil)
+		e := newLimitsEnv(t, s, assembly.Config{WriteLimit: 2}, nil)
 		post := func(peer string, header http.Header) int {
 			t.Helper()
 			r := e.send(request{method: "POST", path: "/v1/apps", body: invalidApp, peer: peer, header: header})
@@ -205,7 +205,7 @@ func testRedisURL(t *testing.T) string {
 func TestLimitsRedisSharedAcrossInstances(t *testing.T) {
 	url := testRedisURL(t)
 	store := storagetest.SQLite(t)
-	cfg := wire.Config{RedisURL: url, ReadLimit: 100, WriteLimit: 3}
+	cfg := assembly.Config{RedisURL: url, ReadLimit: 100, WriteLimit: 3}
 	a := newLimitsEnv(t, store, cfg, nil)
 	b := newLimitsEnv(t, store, cfg, nil)
 	// A caller of its own: Redis outlives test runs.
@@ -226,7 +226,7 @@ func TestLimitsRedisSharedAcrossInstances(t *testing.T) {
 // and counts them; the headers that need the count are left out.
 func TestLimitsFailOpen(t *testing.T) {
 	reg, logs := httpapi.NewRegistry(), &httpapi.SyncBuffer{}
-	e := newLimitsEnv(t, storagetest.SQLite(t), wire.Config{
+	e := newLimitsEnv(t, storagetest.SQLite(t), assembly.Config{
 		RedisURL: "redis://127.0.0.1:1/0", WriteLimit: 1, Registry: reg,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	}, nil)
@@ -250,7 +250,7 @@ func TestLimitsFailOpen(t *testing.T) {
 // included, without registering again.
 func TestIdempotencyRegistrationReplay(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 1000}, nil)
+		e := newLimitsEnv(t, s, assembly.Config{WriteLimit: 1000}, nil)
 		const peer = "192.0.2.30:1"
 		reg := request{method: "POST", path: "/v1/apps", body: snip(), idem: []string{"reg-8e03978e"}, peer: peer}
 		first := e.send(reg)
@@ -307,7 +307,7 @@ func TestIdempotencyRegistrationReplay(t *testing.T) {
 
 func TestIdempotencyInvalidKey(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 1000}, nil)
+		e := newLimitsEnv(t, s, assembly.Config{WriteLimit: 1000}, nil)
 		for _, idem := range [][]string{
 			{strings.Repeat("k", 256)},
 			{"caf\u00e9"},
@@ -330,7 +330,7 @@ func TestIdempotencyInvalidKey(t *testing.T) {
 // use, or get its replay once it finished. Never two registrations.
 func TestIdempotencyConcurrentRegistrations(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e := newLimitsEnv(t, s, wire.Config{WriteLimit: 1000}, nil)
+		e := newLimitsEnv(t, s, assembly.Config{WriteLimit: 1000}, nil)
 		reg := request{method: "POST", path: "/v1/apps", body: snip(), idem: []string{"concurrent"}}
 		const n = 12
 		results := make(chan response, n)
@@ -418,7 +418,7 @@ func (f *limitsFixture) mount(public, protected chi.Router) {
 
 func newFixtureEnv(t *testing.T, s storage.Store) (*testServer, *limitsFixture) {
 	f := &limitsFixture{release: make(chan struct{}), started: make(chan struct{}, 1)}
-	return newLimitsEnv(t, s, wire.Config{WriteLimit: 1000, ReadLimit: 1000}, f.mount), f
+	return newLimitsEnv(t, s, assembly.Config{WriteLimit: 1000, ReadLimit: 1000}, f.mount), f
 }
 
 // fixture sends a request to a fixture route; body "" is none.
@@ -564,7 +564,7 @@ func TestIdempotencyInUse(t *testing.T) {
 // the server's now plus that delay, on the server's (test) clock.
 func TestLimitsOneInstant(t *testing.T) {
 	s := storagetest.SQLite(t)
-	e := serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 400_000_000, time.UTC), wire.Config{ReadLimit: 100, WriteLimit: 1})
+	e := serve(t, s, time.Date(2026, 11, 21, 10, 0, 0, 400_000_000, time.UTC), assembly.Config{ReadLimit: 100, WriteLimit: 1})
 	r := e.send(request{method: "POST", path: "/v1/admin/clock/advance", key: adminToken, body: `{"seconds":172800}`})
 	require.Equal(t, http.StatusOK, r.status, r.body)
 	var clock struct {

@@ -18,10 +18,10 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apps"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // mktEnv is a server whose clock starts at 21 Nov 2026 12:00 UTC, with the
@@ -176,7 +176,7 @@ func TestMarketAdminFloorCut(t *testing.T) {
 
 		// Campaigns see the cut floor; a restart with the shipped catalogue
 		// (win productivity 300, above the cut) refuses to start.
-		_, err = wire.New(wire.Config{Mode: "test", Now: e.clock.Now}, s)
+		_, err = assembly.New(assembly.Config{Mode: "test", Now: e.clock.Now}, s)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "floor_cannot_rise")
 	})
@@ -451,7 +451,7 @@ func TestMarketCategoriesFile(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(`{"categories":[
 			{"key":"games","label":"Games","floors":{"mac":180,"win":150}},
 			{"key":"cad","label":"CAD","floors":{"mac":900,"win":800}}]}`), 0o644))
-		srv, err := wire.New(wire.Config{Mode: "test", Now: time.Now, CategoriesFile: path}, s)
+		srv, err := assembly.New(assembly.Config{Mode: "test", Now: time.Now, CategoriesFile: path}, s)
 		require.NoError(t, err)
 		rec := httptest.NewRecorder()
 		srv.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/rate-card", nil))
@@ -465,9 +465,9 @@ func TestMarketCategoriesFile(t *testing.T) {
 
 		bad := filepath.Join(dir, "bad.json")
 		require.NoError(t, os.WriteFile(bad, []byte(`{"categories":[{"key":"games","label":"Games","floors":{"mac":180}}]}`), 0o644))
-		_, err = wire.New(wire.Config{Mode: "test", Now: time.Now, CategoriesFile: bad}, s)
+		_, err = assembly.New(assembly.Config{Mode: "test", Now: time.Now, CategoriesFile: bad}, s)
 		assert.ErrorContains(t, err, `category "games" has no win floor`)
-		_, err = wire.New(wire.Config{Mode: "test", Now: time.Now, CategoriesFile: filepath.Join(dir, "missing.json")}, s)
+		_, err = assembly.New(assembly.Config{Mode: "test", Now: time.Now, CategoriesFile: filepath.Join(dir, "missing.json")}, s)
 		assert.Error(t, err)
 	})
 }

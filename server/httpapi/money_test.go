@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // newMoneyAPI is a server paying x402 at 1.08 USD/EUR whose clock starts at
@@ -203,7 +203,7 @@ func TestMoneyTestCheckoutLiveMode(t *testing.T) {
 }
 
 func TestMoneyLiveModeRefusesToStartWithoutStripe(t *testing.T) {
-	_, err := wire.New(wire.Config{Mode: httpapi.ModeLive}, storagetest.SQLite(t))
+	_, err := assembly.New(assembly.Config{Mode: httpapi.ModeLive}, storagetest.SQLite(t))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "live mode needs the Stripe secret key")
 }

@@ -16,11 +16,11 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/idempotency"
 	"github.com/xpromo/xpromo/server/ledger"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // A request sent with an Idempotency-Key runs as one unit of work: its
@@ -134,7 +134,7 @@ func keyGivenUp(t *testing.T, s storage.Store, scope, key string) bool {
 	return !found || (r.State == idempotency.InProgress && r.CreatedAt.Equal(idempotency.ReleasedAt))
 }
 
-func newUnitEnv(t *testing.T, s storage.Store, cfg wire.Config) (*testServer, *unitFixture) {
+func newUnitEnv(t *testing.T, s storage.Store, cfg assembly.Config) (*testServer, *unitFixture) {
 	f := &unitFixture{s: s}
 	cfg.ReadLimit, cfg.WriteLimit = 100000, 100000
 	return newLimitsEnv(t, s, cfg, f.mount), f
@@ -145,7 +145,7 @@ func newUnitEnv(t *testing.T, s storage.Store, cfg wire.Config) (*testServer, *u
 // the retry runs afresh.
 func TestIdempotencyUnitFailedRunLeavesNothing(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e, f := newUnitEnv(t, s, wire.Config{})
+		e, f := newUnitEnv(t, s, assembly.Config{})
 		for _, mode := range []string{"500", "panic", "ignore"} {
 			path := "/unit/" + mode + "/op-" + mode
 			r := e.fixture("POST", path, "", `{}`, "key-"+mode)
@@ -170,7 +170,7 @@ func TestIdempotencyUnitFailedRunLeavesNothing(t *testing.T) {
 // time is answered 409 conflict after a bounded number of runs, not stored.
 func TestIdempotencyUnitConflictRunsAgain(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e, f := newUnitEnv(t, s, wire.Config{})
+		e, f := newUnitEnv(t, s, assembly.Config{})
 		r := e.fixture("POST", "/unit/conflict-once/op-1", "", `{}`, "k1")
 		require.Equal(t, 201, r.status, r.body)
 		assert.False(t, r.replayed())
@@ -219,7 +219,7 @@ func adjustmentLines(t *testing.T, s storage.Store, app string) []ledger.Line {
 // the others get its replay or are told the key is in use.
 func TestIdempotencyAdjustmentExactlyOnce(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
-		e, _ := newUnitEnv(t, s, wire.Config{})
+		e, _ := newUnitEnv(t, s, assembly.Config{})
 		app, _ := e.newApp()
 		const body = `{"amount_cents":700,"note":"goodwill"}`
 		const n = 12
@@ -315,7 +315,7 @@ func (s *failingStore) Update(ctx context.Context, fn func(ctx context.Context, 
 func TestIdempotencyEffectAndAnswerCommitTogether(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		fs := &failingStore{Store: s}
-		e, _ := newUnitEnv(t, fs, wire.Config{})
+		e, _ := newUnitEnv(t, fs, assembly.Config{})
 		app, _ := e.newApp()
 		const body = `{"amount_cents":500,"note":"make good"}`
 		fs.fail.Store(true)
@@ -347,11 +347,11 @@ func TestIdempotencyEffectAndAnswerCommitTogether(t *testing.T) {
 func TestIdempotencyDeadHolderTakenOver(t *testing.T) {
 	storagetest.Each(t, func(t *testing.T, s storage.Store) {
 		ctx := context.Background()
-		instance, release, err := wire.HoldInstance(ctx, s)
+		instance, release, err := assembly.HoldInstance(ctx, s)
 		require.NoError(t, err)
 		t.Cleanup(func() { release() })
 		require.NotEmpty(t, instance)
-		e, _ := newUnitEnv(t, s, wire.Config{Instance: instance})
+		e, _ := newUnitEnv(t, s, assembly.Config{Instance: instance})
 		app, _ := e.newApp()
 		path := "/v1/admin/apps/" + app + "/adjustments"
 		const body = `{"amount_cents":900,"note":"after a crash"}`
@@ -384,7 +384,7 @@ func TestIdempotencyDeadHolderTakenOver(t *testing.T) {
 
 		// A live holder's claim (another instance, on PostgreSQL) is in use.
 		var live []string
-		if other, releaseOther, err := wire.HoldInstance(ctx, s); err == nil {
+		if other, releaseOther, err := assembly.HoldInstance(ctx, s); err == nil {
 			t.Cleanup(func() { releaseOther() })
 			live = append(live, other)
 		}

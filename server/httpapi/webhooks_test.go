@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 var webhooksStart = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -137,8 +137,8 @@ func TestWebhookLoopbackSetting(t *testing.T) {
 	res = ts.do("POST", "/v1/apps/"+app+"/webhook-endpoints", key, map[string]any{"url": "http://10.0.0.1/hook", "events": []string{"chain.cleared"}})
 	assert.Equal(t, "webhook_url_forbidden", res.code(t), "only loopback is opened")
 
-	live := wire.Config{Mode: "live", WebhooksAllowLoopback: true}
-	_, err := wire.Build(live, s)
+	live := assembly.Config{Mode: "live", WebhooksAllowLoopback: true}
+	_, err := assembly.Build(live, s)
 	require.ErrorContains(t, err, "loopback", "refused in live mode")
 }
 

@@ -27,10 +27,10 @@ import (
 	"github.com/xpromo/xpromo/mcpserver"
 	"github.com/xpromo/xpromo/sdk/x402"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/internal/testtool"
 	"github.com/xpromo/xpromo/server/storage"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 	"github.com/xpromo/xpromo/server/x402/x402test"
 )
 
@@ -65,7 +65,7 @@ const (
 
 // newX402 starts a devchain (the payer funded with 1,000 USDC) and a server
 // settling through facilitator (the devchain's when "").
-func newX402(t *testing.T, s storage.Store, facilitator string, opts ...func(*wire.Config)) *x402Fixture {
+func newX402(t *testing.T, s storage.Store, facilitator string, opts ...func(*assembly.Config)) *x402Fixture {
 	t.Helper()
 	f := &x402Fixture{payer: newWallet(t), payTo: newWallet(t).Address()}
 	f.chain = x402test.Start(t, f.payer.Address()+"=1000000000")
@@ -420,7 +420,7 @@ func TestX402RateEndpointQuotes(t *testing.T) {
 		}))
 		t.Cleanup(rates.Close)
 		setRate := func(r string, ok bool) { mu.Lock(); rate, up = r, ok; mu.Unlock() }
-		f := newX402(t, s, "", func(c *wire.Config) { c.X402EURUSD, c.X402RateURL = "", rates.URL })
+		f := newX402(t, s, "", func(c *assembly.Config) { c.X402EURUSD, c.X402RateURL = "", rates.URL })
 
 		at108 := f.requirements(t)
 		assert.Equal(t, quote, at108.MaxAmountRequired, "EUR 50 at the endpoint's 1.08")

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/loadgen"
 	"github.com/xpromo/xpromo/server/storage/storagetest"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 const adminToken = "loadgen-test-admin-token"
@@ -27,7 +27,7 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
-	srv, err := wire.New(wire.Config{
+	srv, err := assembly.New(assembly.Config{
 		BaseURL: ts.URL, AdminToken: adminToken, Mode: httpapi.ModeTest,
 		ReadLimit: 100_000_000, WriteLimit: 100_000_000,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")},

@@ -160,7 +160,7 @@ type Service struct {
 	// NetworkStatsEvery is how long network statistics are reused before
 	// being recomputed; 0 means DefaultNetworkStatsEvery.
 	NetworkStatsEvery time.Duration
-	// ChainStats, when set (attribution, wired in package wire), gives
+	// ChainStats, when set (attribution, wired in package assembly), gives
 	// Stats the figures only the event chains know: impressions, clicks
 	// and fraud_rejected. NetworkChainStats gives NetworkStats fraud_pct
 	// and avg_cpi_by_category. nil: they stay 0 and {}.

@@ -24,7 +24,7 @@ import (
 )
 
 // BenchmarkDeliver measures the worker end to end, as each server instance
-// runs it (Service.Run with wire's 4 deliverers): dispatching events into
+// runs it (Service.Run with package assembly's 4 deliverers): dispatching events into
 // deliveries, claiming them, signing and POSTing them to a local receiver
 // over keep-alive connections, and recording every attempt. One op is one
 // delivery; 8 endpoints of one app receive every event. The receiver

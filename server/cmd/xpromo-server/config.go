@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/gate/contact"
 	"github.com/xpromo/xpromo/server/groupcommit"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/lifecycle"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // config is the server's configuration. Each setting comes from its flag, else
@@ -76,7 +76,7 @@ type config struct {
 	MCPAllowedOrigins     []string // browser origins allowed on /mcp (docs/mcp.md)
 
 	// The vetting gate's counterparts (docs/gate.md, "Configuration").
-	Gate wire.GateConfig
+	Gate assembly.GateConfig
 	// GroupCommit: concurrent install claims share transactions, each in
 	// a savepoint (docs/ledger.md, "Group commit of units").
 	GroupCommit groupcommit.Config
@@ -87,7 +87,7 @@ type config struct {
 	// under load, BENCHMARKS.md); empty: none.
 	PprofAddr string
 	// The reputation signals' sources (docs/reputation.md, "The scoring job").
-	Scoring wire.ScoringConfig
+	Scoring assembly.ScoringConfig
 	// Guard: the process's memory limit, body slots and read deadlines
 	// (guard.go; docs/operations.md, "The process guard").
 	Guard guardConfig
@@ -484,7 +484,7 @@ func redactURL(raw string) string {
 }
 
 // gateConfig reads the vetting gate's settings. What live mode requires of
-// them is checked when the server is built (wire.Build), which says which
+// them is checked when the server is built (assembly.Build), which says which
 // are missing.
 func gateConfig(cfg *config, get func(string) string, source map[string]string) error {
 	g := &cfg.Gate

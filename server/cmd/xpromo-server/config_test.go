@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/gate/contact"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 func envMap(m map[string]string) func(string) string {
@@ -41,19 +41,19 @@ func TestConfigDefaults(t *testing.T) {
 
 // defaultGate is the gate's configuration with no setting given: no
 // counterpart but RDAP through IANA's bootstrap file.
-var defaultGate = wire.GateConfig{SMTP: contact.SMTPConfig{TLS: contact.TLSStartTLS},
+var defaultGate = assembly.GateConfig{SMTP: contact.SMTPConfig{TLS: contact.TLSStartTLS},
 	MaxDownloadBytes: 1 << 30, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: 10 * time.Minute, Budget: 15 * time.Minute}
 
 // defaultScoring is the scoring job's configuration with no setting given:
 // no model, Apple's lookup for the US storefront, a weekly review.
-var defaultScoring = wire.ScoringConfig{StoreCountry: "us", Period: 7 * 24 * time.Hour, CanaryMinServed: 5}
+var defaultScoring = assembly.ScoringConfig{StoreCountry: "us", Period: 7 * 24 * time.Hour, CanaryMinServed: 5}
 
 // The scoring job's settings: read and checked.
 func TestConfigScoring(t *testing.T) {
 	cfg, err := parseConfig("serve", []string{"--model-base-url", "http://127.0.0.1:11434/v1", "--model", "llama3.1", "--store-country", "DE", "--scoring-period", "24h", "--model-no-json-mode", "true"},
 		envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, wire.ScoringConfig{ModelBaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", ModelNoJSONMode: true, StoreCountry: "de", Period: 24 * time.Hour, CanaryMinServed: 5}, cfg.Scoring)
+	assert.Equal(t, assembly.ScoringConfig{ModelBaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.1", ModelNoJSONMode: true, StoreCountry: "de", Period: 24 * time.Hour, CanaryMinServed: 5}, cfg.Scoring)
 	for _, args := range [][]string{
 		{"--model-base-url", "https://api.openai.com/v1"}, {"--model", "gpt-4o-mini"}, {"--store-country", "usa"},
 		{"--scoring-period", "5m"}, {"--scoring-period", "weekly"}, {"--model-no-json-mode", "maybe"},
@@ -70,7 +70,7 @@ func TestConfigGate(t *testing.T) {
 		"--clamd-address", "unix:///run/clamav/clamd.ctl", "--gate-roots-file", "/etc/xpromo/roots.pem", "--gate-max-download", "1000", "--gate-download-timeout", "1m", "--gate-job-budget", "2m"},
 		envMap(map[string]string{"XPROMO_SMTP_PASSWORD": "pw", "XPROMO_RDAP_BOOTSTRAP_FILE": "/srv/dns.json"}), &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
-	assert.Equal(t, wire.GateConfig{RootsFile: "/etc/xpromo/roots.pem", ClamdAddress: "unix:///run/clamav/clamd.ctl", RDAPBootstrapFile: "/srv/dns.json",
+	assert.Equal(t, assembly.GateConfig{RootsFile: "/etc/xpromo/roots.pem", ClamdAddress: "unix:///run/clamav/clamd.ctl", RDAPBootstrapFile: "/srv/dns.json",
 		SMTP:             contact.SMTPConfig{Host: "mail.example.com", TLS: contact.TLSImplicit, Password: "pw", From: "xpromo <verify@example.com>"},
 		MaxDownloadBytes: 1000, ClamdMaxStreamBytes: 100 << 20, DownloadTimeout: time.Minute, Budget: 2 * time.Minute}, cfg.Gate)
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // shutdownTimeout is how long in-flight requests get to finish after a
@@ -48,7 +48,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	// Holder detection (docs/operations.md): this process's instance id,
 	// held in the store until it stops, so that the idempotency claims of a
 	// process that died are taken over at once rather than after their lease.
-	instance, releaseInstance, err := wire.HoldInstance(ctx, st.store)
+	instance, releaseInstance, err := assembly.HoldInstance(ctx, st.store)
 	switch {
 	case heldElsewhere(err):
 		log.Error("cannot start: another server process serves this SQLite database", slog.String("database", st.location), slog.String("error", err.Error()))
@@ -77,7 +77,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
-	wcfg := wire.Config{
+	wcfg := assembly.Config{
 		Mode:        cfg.Mode,
 		AdminToken:  cfg.AdminToken,
 		BaseURL:     baseURL,
@@ -117,7 +117,7 @@ func (p *program) serve(ctx context.Context, args []string) error {
 		wcfg.PreviousOfferSecrets = []string{cfg.PreviousOfferSecret}
 	}
 	wcfg.X402Facilitator, wcfg.X402RPC, wcfg.X402RateURL = cfg.X402FacilitatorURL, cfg.X402RPCURL, cfg.X402RateURL
-	built, err := wire.Build(wcfg, st)
+	built, err := assembly.Build(wcfg, st)
 	if err != nil {
 		log.Error("cannot start", slog.String("error", err.Error()))
 		return exitCode(exitFail)
@@ -153,9 +153,9 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	// Background work stops with ctx, before the store is closed.
 	bg, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
-	background.Go(func() { wire.RunIdempotencyPurge(bg, wcfg, st, 0) })
+	background.Go(func() { assembly.RunIdempotencyPurge(bg, wcfg, st, 0) })
 	// What is kept only for a while (fill counts by day): hourly, in batches.
-	background.Go(func() { wire.RunRetention(bg, wcfg, st, 0) })
+	background.Go(func() { assembly.RunRetention(bg, wcfg, st, 0) })
 	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
 	// x402 settlements the facilitator did not answer: every minute.
 	background.Go(func() { built.RunX402Reconciliation(bg, 0) })

@@ -10,9 +10,9 @@ import (
 
 	token "github.com/xpromo/xpromo/sdk/attribution"
 	"github.com/xpromo/xpromo/sdk/xpromo"
+	"github.com/xpromo/xpromo/server/assembly"
 	"github.com/xpromo/xpromo/server/httpapi"
 	"github.com/xpromo/xpromo/server/storage"
-	"github.com/xpromo/xpromo/server/wire"
 )
 
 // AdminToken is the operators' token of the servers Serve starts.
@@ -24,7 +24,7 @@ const AdminToken = "browsertest-admin-token"
 type Server struct {
 	t      testing.TB
 	URL    string
-	Wire   *wire.Server
+	Wire   *assembly.Server
 	Admin  *xpromo.Client // with the admin token
 	Public *xpromo.Client // no credential (the SDK endpoints)
 }
@@ -35,7 +35,7 @@ func Serve(t testing.TB, store storage.Store) *Server {
 	t.Helper()
 	hs := httptest.NewUnstartedServer(nil)
 	base := "http://" + hs.Listener.Addr().String()
-	srv, err := wire.Build(wire.Config{Mode: httpapi.ModeTest, AdminToken: AdminToken, BaseURL: base,
+	srv, err := assembly.Build(assembly.Config{Mode: httpapi.ModeTest, AdminToken: AdminToken, BaseURL: base,
 		ReadLimit: 1_000_000, WriteLimit: 1_000_000}, store)
 	if err != nil {
 		t.Fatalf("building the server: %v", err)

@@ -115,7 +115,7 @@ func Start(t testing.TB, funds ...string) *Devchain {
 
 // Chain is a client of the devchain's JSON-RPC, for the test's own reads
 // (balances). It is the test's client, not the server's, so it is not
-// server/outbound: the server's chain client is built by wire with it.
+// server/outbound: the server's chain client is built by package assembly with it.
 func (d *Devchain) Chain() *x402.Chain {
 	return &x402.Chain{URL: d.RPC, HTTP: http.DefaultClient}
 }
