@@ -83,7 +83,28 @@ BEGIN
             o.created_at, o.installed_at, o.activated_at, o.resolved_at) AS old,
         stats_chains_daily_part(p, n.state, n.reason, n.nonce IS NOT NULL, n.campaign_id, n.advertiser_app_id, n.publisher_app_id,
             n.created_at, n.installed_at, n.activated_at, n.resolved_at) AS new
-        FROM old_chains o JOIN new_chains n ON n.id = o.id CROSS JOIN generate_series(1, 7) p OFFSET 0) x
+        FROM old_chains o JOIN new_chains n ON n.id = o.id CROSS JOIN generate_series(1, 7) p
+        -- A part whose inputs are all unchanged is unchanged: skip it before
+        -- building its rows (a settlement changes the inputs of parts 6 and 7 only).
+        WHERE CASE p
+            WHEN 1 THEN (o.advertiser_app_id, o.campaign_id, o.created_at, o.nonce IS NULL,
+                    o.state = 'rejected' AND o.reason LIKE 'fraud\_%')
+                IS DISTINCT FROM (n.advertiser_app_id, n.campaign_id, n.created_at, n.nonce IS NULL,
+                    n.state = 'rejected' AND n.reason LIKE 'fraud\_%')
+            WHEN 2 THEN (o.publisher_app_id, o.campaign_id, o.created_at, o.nonce IS NULL)
+                IS DISTINCT FROM (n.publisher_app_id, n.campaign_id, n.created_at, n.nonce IS NULL)
+            WHEN 3 THEN (o.advertiser_app_id, o.campaign_id, o.installed_at)
+                IS DISTINCT FROM (n.advertiser_app_id, n.campaign_id, n.installed_at)
+            WHEN 4 THEN (o.publisher_app_id, o.campaign_id, o.installed_at)
+                IS DISTINCT FROM (n.publisher_app_id, n.campaign_id, n.installed_at)
+            WHEN 5 THEN (o.advertiser_app_id, o.campaign_id, o.activated_at)
+                IS DISTINCT FROM (n.advertiser_app_id, n.campaign_id, n.activated_at)
+            WHEN 6 THEN (o.advertiser_app_id, o.campaign_id, o.state, o.resolved_at)
+                IS DISTINCT FROM (n.advertiser_app_id, n.campaign_id, n.state, n.resolved_at)
+            ELSE (o.publisher_app_id, o.campaign_id, o.state, o.resolved_at)
+                IS DISTINCT FROM (n.publisher_app_id, n.campaign_id, n.state, n.resolved_at)
+        END
+        OFFSET 0) x
     CROSS JOIN LATERAL (VALUES (-1::bigint, x.old), (1::bigint, x.new)) v (s, r)
     WHERE x.old IS DISTINCT FROM x.new AND (v.r).app_id IS NOT NULL
     GROUP BY 1, 2, 3, 4
