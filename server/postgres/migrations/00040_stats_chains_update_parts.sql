@@ -16,9 +16,9 @@
 -- zero is not written, as before; the upserts keep 00036's order
 -- (stats_daily's advertiser rows before its publisher rows, then by app,
 -- day and campaign; the other rollups in key order). The parts are 00036's
--- stats_chains_apply, spelled out per part; the insert trigger still uses
--- stats_chains_apply. server/storetest Rollups checks both against the raw
--- facts.
+-- stats_chains_apply, spelled out per part, and stats_chains_apply (the
+-- insert trigger's) now reads them too: the parts are defined once, here.
+-- server/storetest Rollups checks both triggers against the raw facts.
 CREATE TYPE stats_daily_part AS (
     app_id       text COLLATE "C",
     side         text COLLATE "C",
@@ -63,6 +63,63 @@ SELECT CASE p
         CASE WHEN state = 'rejected' THEN 1 ELSE 0 END, 0, 0)::stats_daily_part
     WHEN 7 THEN ROW(CASE WHEN state = 'cleared' AND resolved_at IS NOT NULL AND publisher <> '' THEN publisher END,
         'publisher', campaign_id, stats_utc_day(resolved_at), 0, 0, 0, 1, 0, 0, 0, 0)::stats_daily_part
+END
+$$;
+-- +goose StatementEnd
+
+-- stats_chains_apply (the insert trigger's, 00036) reads its stats_daily
+-- rows from the same stats_chains_daily_part as the update trigger, each
+-- part's figures times the fact's sign: one definition of the parts.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION stats_chains_apply(f stats_chain_fact[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO stats_daily AS t (app_id, side, campaign_id, day, clicks, installs, activated, cleared, refunded, rejected,
+        chains, chains_fraud)
+    SELECT (x.r).app_id, (x.r).side, (x.r).campaign_id, (x.r).day, sum(x.s * (x.r).clicks), sum(x.s * (x.r).installs),
+        sum(x.s * (x.r).activated), sum(x.s * (x.r).cleared), sum(x.s * (x.r).refunded), sum(x.s * (x.r).rejected),
+        sum(x.s * (x.r).chains), sum(x.s * (x.r).chains_fraud)
+    -- OFFSET 0: each part computed once (see stats_chains_updated).
+    FROM (SELECT c.s, stats_chains_daily_part(p, c.state, c.reason, c.clicked, c.campaign_id, c.advertiser_app_id,
+            c.publisher_app_id, c.created_at, c.installed_at, c.activated_at, c.resolved_at) AS r
+        FROM unnest(f) c CROSS JOIN generate_series(1, 7) p
+        OFFSET 0) x
+    WHERE (x.r).app_id IS NOT NULL
+    GROUP BY 1, 2, 3, 4
+    HAVING sum(x.s * (x.r).clicks) <> 0 OR sum(x.s * (x.r).installs) <> 0 OR sum(x.s * (x.r).activated) <> 0
+        OR sum(x.s * (x.r).cleared) <> 0 OR sum(x.s * (x.r).refunded) <> 0 OR sum(x.s * (x.r).rejected) <> 0
+        OR sum(x.s * (x.r).chains) <> 0 OR sum(x.s * (x.r).chains_fraud) <> 0
+    ORDER BY 2, 1, 4, 3
+    ON CONFLICT (app_id, side, day, campaign_id) DO UPDATE SET
+        clicks = t.clicks + excluded.clicks, installs = t.installs + excluded.installs,
+        activated = t.activated + excluded.activated, cleared = t.cleared + excluded.cleared,
+        refunded = t.refunded + excluded.refunded, rejected = t.rejected + excluded.rejected,
+        chains = t.chains + excluded.chains, chains_fraud = t.chains_fraud + excluded.chains_fraud;
+
+    IF EXISTS (SELECT 1 FROM unnest(f) c WHERE c.state IN ('cleared', 'rejected', 'refunded')) THEN
+        INSERT INTO stats_daily_rejections AS t (app_id, day, reason, campaign_id, chains)
+        SELECT c.advertiser_app_id, stats_utc_day(c.resolved_at), c.reason, c.campaign_id, sum(c.s)
+        FROM unnest(f) c WHERE c.state = 'rejected' AND c.resolved_at IS NOT NULL
+        GROUP BY 1, 2, 3, 4 HAVING sum(c.s) <> 0 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (app_id, day, reason, campaign_id) DO UPDATE SET chains = t.chains + excluded.chains;
+
+        INSERT INTO stats_daily_categories AS t (day, category, cleared, cleared_cents)
+        SELECT stats_utc_day(c.resolved_at), c.category, sum(c.s), sum(c.s * c.price_cents)
+        FROM unnest(f) c WHERE c.state = 'cleared' AND c.resolved_at IS NOT NULL
+        GROUP BY 1, 2 HAVING sum(c.s) <> 0 OR sum(c.s * c.price_cents) <> 0 ORDER BY 1, 2
+        ON CONFLICT (day, category) DO UPDATE SET cleared = t.cleared + excluded.cleared,
+            cleared_cents = t.cleared_cents + excluded.cleared_cents;
+
+        -- part 5: the hold of a chain refunded publisher_suspended, when its
+        -- release is already written (otherwise the release's trigger
+        -- counts it).
+        INSERT INTO stats_daily_holds AS t (app_id, day, publisher_suspended)
+        SELECT h.advertiser_app_id, stats_utc_day(h.created_at), sum(c.s)
+        FROM unnest(f) c JOIN escrow_holds h ON h.chain_id = c.id
+        JOIN escrow_resolutions x ON x.hold_id = h.id AND x.resolution = 'release'
+        WHERE c.state = 'refunded' AND c.reason = 'publisher_suspended'
+        GROUP BY 1, 2 HAVING sum(c.s) <> 0 ORDER BY 1, 2
+        ON CONFLICT (app_id, day) DO UPDATE SET publisher_suspended = t.publisher_suspended + excluded.publisher_suspended;
+    END IF;
 END
 $$;
 -- +goose StatementEnd
@@ -296,6 +353,80 @@ BEGIN
         PERFORM stats_chains_apply(f);
     END IF;
     RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
+-- 00036's stats_chains_apply, before the part function goes.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION stats_chains_apply(f stats_chain_fact[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    -- stats_daily: the five parts of 00032's stats_chain_part (the fifth,
+    -- publisher_suspended, is a hold's figure, below).
+    INSERT INTO stats_daily AS t (app_id, side, campaign_id, day, clicks, installs, activated, cleared, refunded, rejected,
+        chains, chains_fraud)
+    SELECT d.app_id, d.side, d.campaign_id, d.day, sum(d.clicks), sum(d.installs), sum(d.activated), sum(d.cleared),
+        sum(d.refunded), sum(d.rejected), sum(d.chains), sum(d.chains_fraud)
+    FROM unnest(f) c
+    CROSS JOIN LATERAL (VALUES
+        -- part 1, by created_at: every chain, its click, its fraud rejection
+        (c.advertiser_app_id, 'advertiser', c.campaign_id, stats_utc_day(c.created_at),
+            CASE WHEN c.clicked THEN c.s ELSE 0 END, 0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, c.s,
+            CASE WHEN c.state = 'rejected' AND c.reason LIKE 'fraud\_%' THEN c.s ELSE 0 END),
+        (CASE WHEN c.publisher_app_id <> '' AND c.clicked THEN c.publisher_app_id END, 'publisher', c.campaign_id,
+            stats_utc_day(c.created_at), c.s, 0, 0, 0, 0, 0, 0, 0),
+        -- part 2, by installed_at
+        (CASE WHEN c.installed_at IS NOT NULL THEN c.advertiser_app_id END, 'advertiser', c.campaign_id,
+            stats_utc_day(c.installed_at), 0, c.s, 0, 0, 0, 0, 0, 0),
+        (CASE WHEN c.installed_at IS NOT NULL AND c.publisher_app_id <> '' THEN c.publisher_app_id END, 'publisher',
+            c.campaign_id, stats_utc_day(c.installed_at), 0, c.s, 0, 0, 0, 0, 0, 0),
+        -- part 3, by activated_at
+        (CASE WHEN c.activated_at IS NOT NULL THEN c.advertiser_app_id END, 'advertiser', c.campaign_id,
+            stats_utc_day(c.activated_at), 0, 0, c.s, 0, 0, 0, 0, 0),
+        -- part 4, by resolved_at: the final states
+        (CASE WHEN c.state IN ('cleared', 'refunded', 'rejected') AND c.resolved_at IS NOT NULL THEN c.advertiser_app_id END,
+            'advertiser', c.campaign_id, stats_utc_day(c.resolved_at), 0, 0, 0,
+            CASE WHEN c.state = 'cleared' THEN c.s ELSE 0 END, CASE WHEN c.state = 'refunded' THEN c.s ELSE 0 END,
+            CASE WHEN c.state = 'rejected' THEN c.s ELSE 0 END, 0, 0),
+        (CASE WHEN c.state = 'cleared' AND c.resolved_at IS NOT NULL AND c.publisher_app_id <> '' THEN c.publisher_app_id END,
+            'publisher', c.campaign_id, stats_utc_day(c.resolved_at), 0, 0, 0, c.s, 0, 0, 0, 0)
+    ) d (app_id, side, campaign_id, day, clicks, installs, activated, cleared, refunded, rejected, chains, chains_fraud)
+    WHERE d.app_id IS NOT NULL
+    GROUP BY d.app_id, d.side, d.campaign_id, d.day
+    HAVING sum(d.clicks) <> 0 OR sum(d.installs) <> 0 OR sum(d.activated) <> 0 OR sum(d.cleared) <> 0
+        OR sum(d.refunded) <> 0 OR sum(d.rejected) <> 0 OR sum(d.chains) <> 0 OR sum(d.chains_fraud) <> 0
+    ORDER BY d.side, d.app_id, d.day, d.campaign_id
+    ON CONFLICT (app_id, side, day, campaign_id) DO UPDATE SET
+        clicks = t.clicks + excluded.clicks, installs = t.installs + excluded.installs,
+        activated = t.activated + excluded.activated, cleared = t.cleared + excluded.cleared,
+        refunded = t.refunded + excluded.refunded, rejected = t.rejected + excluded.rejected,
+        chains = t.chains + excluded.chains, chains_fraud = t.chains_fraud + excluded.chains_fraud;
+
+    IF EXISTS (SELECT 1 FROM unnest(f) c WHERE c.state IN ('cleared', 'rejected', 'refunded')) THEN
+        INSERT INTO stats_daily_rejections AS t (app_id, day, reason, campaign_id, chains)
+        SELECT c.advertiser_app_id, stats_utc_day(c.resolved_at), c.reason, c.campaign_id, sum(c.s)
+        FROM unnest(f) c WHERE c.state = 'rejected' AND c.resolved_at IS NOT NULL
+        GROUP BY 1, 2, 3, 4 HAVING sum(c.s) <> 0 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (app_id, day, reason, campaign_id) DO UPDATE SET chains = t.chains + excluded.chains;
+
+        INSERT INTO stats_daily_categories AS t (day, category, cleared, cleared_cents)
+        SELECT stats_utc_day(c.resolved_at), c.category, sum(c.s), sum(c.s * c.price_cents)
+        FROM unnest(f) c WHERE c.state = 'cleared' AND c.resolved_at IS NOT NULL
+        GROUP BY 1, 2 HAVING sum(c.s) <> 0 OR sum(c.s * c.price_cents) <> 0 ORDER BY 1, 2
+        ON CONFLICT (day, category) DO UPDATE SET cleared = t.cleared + excluded.cleared,
+            cleared_cents = t.cleared_cents + excluded.cleared_cents;
+
+        -- part 5: the hold of a chain refunded publisher_suspended, when its
+        -- release is already written (otherwise the release's trigger
+        -- counts it).
+        INSERT INTO stats_daily_holds AS t (app_id, day, publisher_suspended)
+        SELECT h.advertiser_app_id, stats_utc_day(h.created_at), sum(c.s)
+        FROM unnest(f) c JOIN escrow_holds h ON h.chain_id = c.id
+        JOIN escrow_resolutions x ON x.hold_id = h.id AND x.resolution = 'release'
+        WHERE c.state = 'refunded' AND c.reason = 'publisher_suspended'
+        GROUP BY 1, 2 HAVING sum(c.s) <> 0 ORDER BY 1, 2
+        ON CONFLICT (app_id, day) DO UPDATE SET publisher_suspended = t.publisher_suspended + excluded.publisher_suspended;
+    END IF;
 END
 $$;
 -- +goose StatementEnd
