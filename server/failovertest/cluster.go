@@ -363,6 +363,10 @@ postgresql:
   data_dir: %[5]s/data
   bin_dir: %[8]s
   pgpass: %[5]s/pgpass
+  # A replica's pg_basebackup asks for a fast checkpoint, so that creating
+  # or re-creating a replica never waits for a spread one.
+  basebackup:
+  - checkpoint: fast
   authentication:
     superuser:
       username: postgres

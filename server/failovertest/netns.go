@@ -84,6 +84,29 @@ func removeNetwork() {
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
 		_ = ipCmd("link", "del", bridgeName)
 	}
+	if _, err := exec.LookPath("iptables"); err == nil {
+		for exec.Command("iptables", append([]string{"-D"}, forwardRule...)...).Run() == nil {
+		}
+	}
+}
+
+// forwardRule lets the nodes reach each other across the bridge when
+// frames between bridge ports pass the root's iptables FORWARD chain
+// (br_netfilter loaded) and its policy is DROP: what a running Docker
+// engine sets. Without it a replica's pg_basebackup hung in connect and
+// the cluster never started (a rehearsal run after CI's Docker step).
+var forwardRule = []string{"FORWARD", "-i", bridgeName, "-o", bridgeName, "-j", "ACCEPT"}
+
+// allowForwarding puts forwardRule first in FORWARD, when iptables is
+// here (without it nothing filters the bridge).
+func allowForwarding() error {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil
+	}
+	if out, err := exec.Command("iptables", append([]string{"-I", forwardRule[0], "1"}, forwardRule[1:]...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables -I %s: %v: %s", strings.Join(forwardRule, " "), err, out)
+	}
+	return nil
 }
 
 // setupNetwork makes the bridge and one namespace per node, after
@@ -111,6 +134,10 @@ func setupNetwork(nodes int) error {
 			removeNetwork()
 			return err
 		}
+	}
+	if err := allowForwarding(); err != nil {
+		removeNetwork()
+		return err
 	}
 	return nil
 }
