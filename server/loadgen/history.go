@@ -149,15 +149,20 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 		for done := 0; done < chainsADay; {
 			n := min(historyBatch, chainsADay-done)
 			done += n
-			// Counted once the transaction committed: a store may run fn
-			// again (PostgreSQL does when it first creates accounts).
-			var b HistorySizes
-			var queued []settlement
-			err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
-				b, queued = HistorySizes{}, nil
-				chains := make([]attribution.Chain, 0, n)
-				var holds []ledger.Operation
-				var holdAt time.Time
+			// The batch is drawn before its transaction, which only writes
+			// it: a store may run the transaction again (PostgreSQL does
+			// when it first creates accounts), and a rerun that drew again
+			// would name other apps, whose accounts are missing in turn (at
+			// 2,000 apps no batch got through ten attempts). Counted once
+			// the transaction committed.
+			var (
+				b      HistorySizes
+				chains = make([]attribution.Chain, 0, n)
+				holds  []ledger.Operation
+				holdAt time.Time
+				queued []settlement
+			)
+			err := func() error {
 				for range n {
 					seq++
 					adv := apps[rng.IntN(len(apps))]
@@ -217,11 +222,17 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 					chains = append(chains, c)
 					b.Chains++
 				}
+				b.LedgerOps = int64(len(holds))
+				return nil
+			}()
+			if err != nil {
+				return sz, err
+			}
+			err = s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 				if err := insertChains(ctx, tx, chains); err != nil {
 					return err
 				}
 				// A batch's holds are stamped with its latest install time.
-				b.LedgerOps = int64(len(holds))
 				if len(holds) > 0 {
 					return apply(ctx, tx, holdAt, holds)
 				}
