@@ -37,8 +37,13 @@ func (s *Service) AppStats(ctx context.Context, appID string, from, to time.Time
 	var out ChainStats
 	w := rollup.Split(from, to)
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		if out, err = tx.AppChainStats(ctx, appID, w.From, w.RawTo); err != nil || !w.HasDays {
-			return err
+		if w.HasRaw {
+			if out, err = tx.AppChainStats(ctx, appID, w.From, w.RawTo); err != nil {
+				return err
+			}
+		}
+		if !w.HasDays {
+			return nil
 		}
 		days, err := tx.ChainStatsDays(ctx, appID, w.FirstDay, w.LastDay)
 		out.Impressions += days.Impressions
@@ -62,8 +67,13 @@ func (s *Service) NetworkStats(ctx context.Context, from, to time.Time) (Network
 	var out NetworkStats
 	w := rollup.Split(from, to)
 	err := s.View(ctx, func(ctx context.Context, tx Tx) (err error) {
-		if out, err = tx.NetworkChainStats(ctx, w.From, w.RawTo); err != nil || !w.HasDays {
-			return err
+		if w.HasRaw {
+			if out, err = tx.NetworkChainStats(ctx, w.From, w.RawTo); err != nil {
+				return err
+			}
+		}
+		if !w.HasDays {
+			return nil
 		}
 		days, err := tx.NetworkChainStatsDays(ctx, w.FirstDay, w.LastDay)
 		out.Chains += days.Chains

@@ -15,16 +15,18 @@ func (h HoldStats) Add(o HoldStats) HoldStats {
 }
 
 // holdStats aggregates the holds opened in [from, to] for appID ("" for the
-// whole network): the part of from's day from the holds themselves, the
-// whole days after it from the daily rollups (package rollup), so the read
-// does not grow with the history.
+// whole network): the part of from's day, when the window starts inside
+// one, from the holds themselves, the whole days from the daily rollups
+// (package rollup), so the read does not grow with the history.
 func holdStats(ctx context.Context, tx HoldReader, appID string, from, to time.Time) (HoldStats, error) {
 	w := rollup.Split(from, to)
 	var raw, days HoldStats
 	var err error
-	if appID == "" {
+	switch {
+	case !w.HasRaw:
+	case appID == "":
 		raw, err = tx.NetworkHoldStats(ctx, w.From, w.RawTo)
-	} else {
+	default:
 		raw, err = tx.AdvertiserHoldStats(ctx, appID, w.From, w.RawTo)
 	}
 	if err != nil || !w.HasDays {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/apperr"
+	"github.com/xpromo/xpromo/server/rollup"
 )
 
 // periodDays is the length of each reporting period.
@@ -130,8 +131,14 @@ type networkSnapshot struct {
 	at    time.Time
 }
 
-// NetworkStats returns the network's figures over the last 30 days:
-// clearing_rate = holds charged / holds resolved (charged or released) among
+// NetworkStats returns the network's figures over the last 30 days, as
+// whole UTC days: today so far and the 29 days before it (rollup.Days), so
+// that the read is 30 rows of the daily rollups a figure and none of the
+// facts. (An app's /stats periods end now and start the same time of day N
+// days before, their first part day read from the app's facts; the
+// network's part day would be a whole network's day of chains and holds,
+// a read that grows with the traffic: measured at full scale in
+// BENCHMARKS.md, "A year of history".) clearing_rate = holds charged / holds resolved (charged or released) among
 // the holds opened in the window, 0 while none is resolved. fraud_pct and
 // avg_cpi_by_category need rejected chains and the categories chains carry,
 // which attribution has not recorded yet: they are 0 and {} until then, never
@@ -149,10 +156,11 @@ func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error)
 		return snap.stats, nil // computed while we waited
 	}
 	to := now.UTC()
+	from := rollup.Days(periodDays[NetworkPeriod], to)
 	var hs HoldStats
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
-		hs, err = holdStats(ctx, tx, "", to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
+		hs, err = holdStats(ctx, tx, "", from, to)
 		return err
 	})
 	if err != nil {
@@ -164,7 +172,7 @@ func (s *Service) NetworkStats(ctx context.Context) (xpromo.NetworkStats, error)
 		AvgCPIByCategory: map[string]int64{},
 	}
 	if s.NetworkChainStats != nil {
-		cs, err := s.NetworkChainStats(ctx, to.AddDate(0, 0, -periodDays[NetworkPeriod]), to)
+		cs, err := s.NetworkChainStats(ctx, from, to)
 		if err != nil {
 			return xpromo.NetworkStats{}, err
 		}
