@@ -123,6 +123,9 @@ func TestHistoryReads(t *testing.T) {
 			{name: "ledger, middle page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerMid }},
 			{name: "ledger, last page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerEnd }},
 			{name: "events", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/events?limit=100" }},
+			{name: "chains, first page", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100" }},
+			{name: "chains, cleared as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=cleared&role=advertiser" }},
+			{name: "balance", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/balance" }},
 			{name: "campaigns", key: adv.APIKey, path: func() string { return "/v1/campaigns" }},
 			{name: "score", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/score" }},
 		}

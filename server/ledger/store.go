@@ -62,7 +62,9 @@ type Reader interface {
 	Account(ctx context.Context, id string) (Account, error)
 	// Lines returns an account's lines in sequence order.
 	Lines(ctx context.Context, account string, q LineQuery) ([]Line, error)
-	// Totals sums an account's lines by type and earn mode.
+	// Totals sums a wallet's lines by type and earn mode (kept as the
+	// lines are written, so a read does not grow with the history); an
+	// account of another class is an error.
 	Totals(ctx context.Context, account string) ([]Total, error)
 	// Scan calls fn for every line, ordered by account then sequence.
 	Scan(ctx context.Context, fn func(Line) error) error

@@ -10,7 +10,7 @@ import (
 
 // Violation is one broken invariant found by Verify.
 type Violation struct {
-	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, operation, overdraft, escrow, line_type, payout_clearing
+	Check   string // which invariant: zero_sum, sequence, balance_chain, hash_chain, head, operation, overdraft, escrow, line_type, payout_clearing, wallet_totals
 	Subject string // the account, operation or hold concerned
 	Detail  string
 }
@@ -51,6 +51,12 @@ func (b BackInTime) String() string {
 // OK reports whether no invariant was violated.
 func (r Report) OK() bool { return len(r.Violations) == 0 }
 
+// totalKey is a wallet total's key: a line type and earn mode.
+type totalKey struct {
+	typ  LineType
+	mode EarnMode
+}
+
 // Verify recomputes every invariant of the ledger from its rows:
 //   - every operation, and the ledger as a whole, sums to zero;
 //   - each account's sequence numbers run 1, 2, 3… without gaps;
@@ -66,7 +72,10 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 //   - the open holds of each advertiser sum to its escrow balance;
 //   - each payout's clearing account holds only `payout` lines: a positive
 //     reservation, then at most one line that empties it (settled or
-//     returned), never more, never below zero.
+//     returned), never more, never below zero;
+//   - each wallet's totals by type and earn mode, which the store keeps as
+//     the lines are written (Reader.Totals: payouts and balances read them),
+//     equal its lines' sums.
 //
 // It also lists the accounts whose lines go back in time (Report.BackInTime:
 // lines written before migration 00034; not a violation).
@@ -96,6 +105,9 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 	// adjustment: which operations are, is known once every line was read.
 	var overdrawnAdjustments []Line
 	processorAdjustments := map[string]bool{}
+	// Each wallet's lines summed by type and earn mode, to compare with the
+	// totals the store keeps as they are written (Reader.Totals).
+	walletTotals := map[string]map[totalKey]Total{}
 	err = r.Scan(ctx, func(l Line) error {
 		rep.Lines++
 		total += l.Amount
@@ -141,6 +153,13 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 			if l.Type == TypeTake || l.Type == TypeCreditBonus {
 				bad("line_type", l.Account, "line %s has platform type %s on a wallet", l.ID, l.Type)
 			}
+			if walletTotals[l.Account] == nil {
+				walletTotals[l.Account] = map[totalKey]Total{}
+			}
+			k := totalKey{l.Type, l.EarnMode}
+			t := walletTotals[l.Account][k]
+			t.Type, t.EarnMode, t.Amount, t.Count = l.Type, l.EarnMode, t.Amount+l.Amount, t.Count+1
+			walletTotals[l.Account][k] = t
 		case ClassPayoutClearing:
 			if l.Type != TypePayout {
 				bad("line_type", l.Account, "line %s has type %s on a payout's clearing account", l.ID, l.Type)
@@ -194,6 +213,25 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 	for id := range last {
 		if _, ok := heads[id]; !ok {
 			bad("head", id, "lines exist for an account that has no head")
+		}
+	}
+	for id := range heads {
+		if ClassOf(id) != ClassWallet {
+			continue
+		}
+		kept, err := r.Totals(ctx, id)
+		if err != nil {
+			return rep, err
+		}
+		want := walletTotals[id]
+		same := len(kept) == len(want)
+		for _, t := range kept {
+			if want[totalKey{t.Type, t.EarnMode}] != t {
+				same = false
+			}
+		}
+		if !same {
+			bad("wallet_totals", id, "the kept totals %v differ from the lines' %v", kept, want)
 		}
 	}
 	stored := map[string]bool{}

@@ -17,6 +17,9 @@ type memLedger struct {
 	lines    []ledger.Line
 	accounts map[string]ledger.Account
 	holds    map[string]ledger.Hold
+	// totalsSkew is added to every kept wallet total's amount: a store
+	// whose totals drifted from its lines.
+	totalsSkew int64
 }
 
 func newMemLedger() *memLedger {
@@ -96,8 +99,29 @@ func (m *memLedger) Lines(context.Context, string, ledger.LineQuery) ([]ledger.L
 	panic("not used by Verify")
 }
 
-func (m *memLedger) Totals(context.Context, string) ([]ledger.Total, error) {
-	panic("not used by Verify")
+// Totals sums the wallet's lines, as a store's kept totals would (plus
+// totalsSkew), ordered by type and earn mode.
+func (m *memLedger) Totals(_ context.Context, account string) ([]ledger.Total, error) {
+	var out []ledger.Total
+	for _, l := range m.lines {
+		if l.Account != account {
+			continue
+		}
+		i := slices.IndexFunc(out, func(t ledger.Total) bool { return t.Type == l.Type && t.EarnMode == l.EarnMode })
+		if i < 0 {
+			out = append(out, ledger.Total{Type: l.Type, EarnMode: l.EarnMode, Amount: m.totalsSkew})
+			i = len(out) - 1
+		}
+		out[i].Amount += l.Amount
+		out[i].Count++
+	}
+	slices.SortFunc(out, func(a, b ledger.Total) int {
+		if c := strings.Compare(string(a.Type), string(b.Type)); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.EarnMode), string(b.EarnMode))
+	})
+	return out, nil
 }
 
 func (m *memLedger) sorted() []ledger.Line {

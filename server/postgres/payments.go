@@ -316,17 +316,14 @@ FROM test_transfers WHERE idempotency_key = $1`, []any{key},
 }
 
 func (t *tx) LedgerTotals(ctx context.Context, account string) ([]ledger.Total, error) {
+	if err := walletOnly(account); err != nil {
+		return nil, err
+	}
 	var out []ledger.Total
-	err := t.query(ctx, `SELECT type, coalesce(earn_mode, '') AS mode, sum(amount)::bigint, count(*)
-FROM ledger_lines WHERE account_id = $1 GROUP BY type, mode ORDER BY type, mode`, []any{account}, func(rows pgx.Rows) error {
-		var tot ledger.Total
-		var typ, mode string
-		if err := rows.Scan(&typ, &mode, &tot.Amount, &tot.Count); err != nil {
-			return err
-		}
-		tot.Type, tot.EarnMode = ledger.LineType(typ), ledger.EarnMode(mode)
+	err := t.query(ctx, selectWalletTotals, []any{account}, func(rows pgx.Rows) error {
+		tot, err := scanTotal(rows)
 		out = append(out, tot)
-		return nil
+		return err
 	})
 	return out, wrap(err, "reading totals")
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -126,26 +127,46 @@ func linesQuery(account string, q ledger.LineQuery) (string, []any) {
 	return sb.String(), args
 }
 
-// Totals orders by type and earn mode, with no earn mode ("") first, as the
-// SQLite store does.
+// Totals reads a wallet's totals by type and earn mode (migration 00041's
+// wallet_totals, kept by a trigger on its lines), ordered by type and earn
+// mode with no earn mode ("") first, as the SQLite store does.
 func (r reader) Totals(ctx context.Context, account string) ([]ledger.Total, error) {
-	rows, err := r.q.Query(ctx, `SELECT type, coalesce(earn_mode, '') AS mode, sum(amount)::bigint, count(*)
-FROM ledger_lines WHERE account_id = $1 GROUP BY type, mode ORDER BY type, mode`, account)
+	if err := walletOnly(account); err != nil {
+		return nil, err
+	}
+	rows, err := r.q.Query(ctx, selectWalletTotals, account)
 	if err != nil {
 		return nil, wrap(err, "reading totals")
 	}
 	defer rows.Close()
 	var out []ledger.Total
 	for rows.Next() {
-		var t ledger.Total
-		var typ, mode string
-		if err := rows.Scan(&typ, &mode, &t.Amount, &t.Count); err != nil {
+		t, err := scanTotal(rows)
+		if err != nil {
 			return nil, wrap(err, "reading totals")
 		}
-		t.Type, t.EarnMode = ledger.LineType(typ), ledger.EarnMode(mode)
 		out = append(out, t)
 	}
 	return out, wrap(rows.Err(), "reading totals")
+}
+
+const selectWalletTotals = `SELECT type, earn_mode, amount, count FROM wallet_totals WHERE account_id = $1 ORDER BY type, earn_mode`
+
+func scanTotal(rows pgx.Rows) (ledger.Total, error) {
+	var t ledger.Total
+	var typ, mode string
+	err := rows.Scan(&typ, &mode, &t.Amount, &t.Count)
+	t.Type, t.EarnMode = ledger.LineType(typ), ledger.EarnMode(mode)
+	return t, err
+}
+
+// walletOnly refuses totals of an account other than a wallet: only
+// wallets' are kept (wallet_totals).
+func walletOnly(account string) error {
+	if ledger.ClassOf(account) != ledger.ClassWallet {
+		return fmt.Errorf("postgres: totals are kept for wallets only, not %q", account)
+	}
+	return nil
 }
 
 // Scan streams the lines: one query, read row by row, never all in memory.

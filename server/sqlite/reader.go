@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/xpromo/xpromo/server/ledger"
@@ -126,9 +127,14 @@ func linesQuery(account string, q ledger.LineQuery) (string, []any) {
 	return query, args
 }
 
+// Totals reads a wallet's totals by type and earn mode (migration 00041's
+// wallet_totals, kept by a trigger on its lines), ordered by type and earn
+// mode with no earn mode ("") first.
 func (r reader) Totals(ctx context.Context, account string) ([]ledger.Total, error) {
-	rows, err := r.q.QueryContext(ctx, `SELECT type, coalesce(earn_mode, ''), sum(amount), count(*) FROM ledger_lines
-		WHERE account_id = ? GROUP BY type, coalesce(earn_mode, '') ORDER BY type, coalesce(earn_mode, '')`, account)
+	if ledger.ClassOf(account) != ledger.ClassWallet {
+		return nil, fmt.Errorf("sqlite: totals are kept for wallets only, not %q", account)
+	}
+	rows, err := r.q.QueryContext(ctx, `SELECT type, earn_mode, amount, count FROM wallet_totals WHERE account_id = ? ORDER BY type, earn_mode`, account)
 	if err != nil {
 		return nil, wrap(err)
 	}
