@@ -22,6 +22,17 @@ func events(c Chain, prev State, now time.Time, types ...xpromo.EventType) []out
 	return outbox.NewEach(chainApps(c), types, data, now)
 }
 
+// Events are the events that announce the chain's change from prev to its
+// state at now: rejectionEvents for a rejection, stateEvents otherwise.
+// They are what the claim and the sweep write; the history generator
+// (loadgen.History) writes a year's with them.
+func Events(c Chain, prev State, now time.Time) []outbox.Event {
+	if c.State == StateRejected {
+		return rejectionEvents(c, prev, now)
+	}
+	return stateEvents(c, prev, now)
+}
+
 // stateEvents announce a state change: chain.state_changed, plus
 // chain.cleared when the chain cleared.
 func stateEvents(c Chain, prev State, now time.Time) []outbox.Event {

@@ -71,15 +71,25 @@ func TestHistoryReads(t *testing.T) {
 		e := newMktEnv(t, s)
 		var adv, pub xpromo.RegisterAppResponse
 		var cmp xpromo.Campaign
+		var endpoint string
 		if kept.reused {
 			adv.AppID, adv.APIKey, pub.AppID, pub.APIKey, cmp.CampaignID = kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID
+			endpoint = kept.EndpointID
 		} else {
 			adv = e.register(snip())
 			pub = e.register(appRequest("Pub", xpromo.PlatformMac))
 			e.topUp(adv.AppID, 50000, e.clock.Now().AddDate(-1, 0, -1))
 			cmp = e.createCampaign(adv, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, adv.AppID))
 			e.createCampaign(pub, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, pub.AppID))
-			kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID = adv.AppID, adv.APIKey, pub.AppID, pub.APIKey, cmp.CampaignID
+			// The advertiser receives its chain events at a webhook
+			// endpoint: the history records their delivery attempts.
+			res := e.do("POST", "/v1/apps/"+adv.AppID+"/webhook-endpoints", adv.APIKey, map[string]any{"url": "https://example.com/hooks",
+				"events": []string{"chain.state_changed", "chain.cleared", "chain.rejected", "fraud.flagged"}})
+			require.Equal(t, http.StatusCreated, res.status, res.body)
+			var ep xpromo.WebhookEndpoint
+			res.decode(t, &ep)
+			endpoint = ep.ID
+			kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID, kept.EndpointID = adv.AppID, adv.APIKey, pub.AppID, pub.APIKey, cmp.CampaignID, endpoint
 		}
 
 		plain := &http.Client{}
@@ -123,6 +133,9 @@ func TestHistoryReads(t *testing.T) {
 			{name: "ledger, middle page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerMid }},
 			{name: "ledger, last page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerEnd }},
 			{name: "events", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/events?limit=100" }},
+			{name: "webhook attempts", key: adv.APIKey, path: func() string {
+				return "/v1/apps/" + adv.AppID + "/webhook-endpoints/" + endpoint + "/attempts?limit=100"
+			}},
 			{name: "chains, first page", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100" }},
 			{name: "chains, cleared as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=cleared&role=advertiser" }},
 			{name: "balance", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/balance" }},
@@ -156,7 +169,7 @@ func TestHistoryReads(t *testing.T) {
 			empty = measure()
 
 			cfg := loadgen.HistoryConfig{Scale: scale, End: e.clock.Now(), Seed: 33, Readers: []loadgen.HistoryApp{
-				{ID: adv.AppID, CampaignID: cmp.CampaignID, Category: "games", PriceCents: 500},
+				{ID: adv.AppID, CampaignID: cmp.CampaignID, Category: "games", PriceCents: 500, EndpointID: endpoint},
 				{ID: pub.AppID, CampaignID: "cmp_of_pub", Category: "games", PriceCents: 450},
 			}}
 			sz, err = loadgen.History(context.Background(), s, cfg)
@@ -171,6 +184,7 @@ func TestHistoryReads(t *testing.T) {
 				return err
 			}))
 			rollupsMatchRaw(t, s, []string{adv.AppID, pub.AppID, "app_hist00002"}, cfg.End)
+			eventsDelivered(t, e, adv, endpoint, sz)
 		}
 		ledgerMid, ledgerEnd = day(182), day(1)
 		full := measure()
@@ -207,8 +221,8 @@ func TestHistoryReads(t *testing.T) {
 		}
 
 		var b strings.Builder
-		fmt.Fprintf(&b, "store %s, scale %g: %d apps, %d chains (%d installs, %d cleared, %d refunded, %d rejected), %d fills in %d counter rows, %d ledger operations, written in %s; ledger verify: no violation\n",
-			name, scale, sz.Apps, sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected, sz.Fills, sz.FillRows, sz.LedgerOps, sz.Took.Round(time.Second))
+		fmt.Fprintf(&b, "store %s, scale %g: %d apps, %d chains (%d installs, %d cleared, %d refunded, %d rejected), %d fills in %d counter rows, %d ledger operations, %d events of the last 30 days with %d webhook attempts, written in %s; ledger verify: no violation\n",
+			name, scale, sz.Apps, sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected, sz.Fills, sz.FillRows, sz.LedgerOps, sz.Events, sz.Attempts, sz.Took.Round(time.Second))
 		fmt.Fprintf(&b, "storage: %.1f MB in all (tables and indexes), %d bytes per cleared install (%d cleared); largest: %s\n",
 			float64(total)/1e6, total/max(1, sz.Cleared), sz.Cleared, strings.Join(tables, ", "))
 		fmt.Fprintf(&b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty |\n|---|---|---|---|\n")
@@ -308,6 +322,32 @@ func rollupsMatchRaw(t *testing.T, s storage.Store, apps []string, end time.Time
 	}))
 }
 
+// eventsDelivered fails the test unless the history's events of the last
+// 30 days read back through the API as the worker left them: the app's
+// first event page is full (or holds them all) and every attempt at its
+// endpoint names one of its events, the newest page ending in delivered
+// ones.
+func eventsDelivered(t *testing.T, e *mktEnv, app xpromo.RegisterAppResponse, endpoint string, sz loadgen.HistorySizes) {
+	t.Helper()
+	require.Positive(t, sz.Events, "events of the last 30 days")
+	require.Positive(t, sz.Attempts, "webhook attempts")
+	res := e.do("GET", "/v1/apps/"+app.AppID+"/events?limit=100", app.APIKey, nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	var page xpromo.EventPage
+	res.decode(t, &page)
+	require.NotEmpty(t, page.Events)
+	res = e.do("GET", "/v1/apps/"+app.AppID+"/webhook-endpoints/"+endpoint+"/attempts?limit=100", app.APIKey, nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	var attempts xpromo.WebhookAttemptPage
+	res.decode(t, &attempts)
+	require.NotEmpty(t, attempts.Attempts)
+	require.True(t, attempts.Attempts[0].Succeeded, "the newest attempt delivered its event")
+	for _, a := range attempts.Attempts {
+		res := e.do("GET", "/v1/apps/"+app.AppID+"/events/"+a.EventID, app.APIKey, nil)
+		require.Equal(t, http.StatusOK, res.status, "attempt %s: event %s: %s", a.ID, a.EventID, res.body)
+	}
+}
+
 // storeBytes is the store's size on disk, tables with their indexes (and
 // TOAST on PostgreSQL), and its five largest tables with their bytes.
 func storeBytes(t *testing.T, s storage.Store) (int64, []string) {
@@ -365,6 +405,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 type historyKept struct {
 	URL, Path                                string // PostgreSQL database, SQLite file
 	AdvID, AdvKey, PubID, PubKey, CampaignID string
+	EndpointID                               string // the advertiser's webhook endpoint
 	Sizes                                    loadgen.HistorySizes
 	dir                                      string
 	reused                                   bool

@@ -9,8 +9,11 @@ import (
 
 	"github.com/xpromo/xpromo/sdk/xpromo"
 	"github.com/xpromo/xpromo/server/attribution"
+	"github.com/xpromo/xpromo/server/ids"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/outbox"
 	"github.com/xpromo/xpromo/server/storage"
+	"github.com/xpromo/xpromo/server/webhooks"
 )
 
 // A year of a busy network, written into a store by its bulk path: each
@@ -21,8 +24,16 @@ import (
 // invariant holds (`ledger verify` and the rollup-vs-raw comparison of the
 // history test pass after it). A chain written in its final state adds to
 // the rollups what its insert and later update would: each trigger adds
-// the parts of the row it finds. BENCHMARKS.md, "A year of history", states the full sizes and
-// what a read costs on it.
+// the parts of the row it finds.
+//
+// The events of the last 30 days (webhooks.Retention: older ones are
+// purged) are written with the facts they announce, through the outbox
+// (attribution.Events: what the claim and the sweep write), marked
+// dispatched as the worker marks them, and each event of a reader with a
+// webhook endpoint gets its attempts (one in 20 first answered 503, then
+// delivered 5 s later), through the worker's own RecordResults.
+// BENCHMARKS.md, "A year of history", states the full sizes and what a
+// read costs on it.
 
 // Full-size history: what a busy year is taken to be.
 const (
@@ -49,16 +60,20 @@ type HistoryConfig struct {
 }
 
 // HistoryApp is an app of the history: its id and, for an advertiser, a
-// campaign (its category and price).
+// campaign (its category and price). EndpointID, for a reader, is its
+// webhook endpoint (subscribed to every chain event): the history records
+// the delivery of each of the app's events to it.
 type HistoryApp struct {
 	ID, CampaignID, Category string
 	PriceCents               int64
+	EndpointID               string
 }
 
 // HistorySizes are the rows the history wrote.
 type HistorySizes struct {
 	Apps, Chains, Installs, Cleared, Refunded, Rejected int64
 	Fills, FillRows, LedgerOps                          int64
+	Events, Attempts                                    int64 // each app's events (of the last 30 days) and their webhook attempts
 	Took                                                time.Duration
 }
 
@@ -82,6 +97,21 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 	fillRows := max(1, min(historyFillRowsADay, int(float64(historyFillRowsADay)*cfg.Scale*10)))
 	sz := HistorySizes{Apps: int64(len(apps))}
 	first := cfg.End.UTC().Truncate(24*time.Hour).AddDate(0, 0, -days+1)
+	eventsFrom := cfg.End.Add(-webhooks.Retention)
+	endpoints := map[string]string{}
+	for _, a := range apps {
+		if a.EndpointID != "" {
+			endpoints[a.ID] = a.EndpointID
+		}
+	}
+	// announce is the events of a chain's change to c at at, when the
+	// server still keeps them at End.
+	announce := func(evs []outbox.Event, c attribution.Chain, prev attribution.State, at time.Time) []outbox.Event {
+		if at.Before(eventsFrom) {
+			return evs
+		}
+		return append(evs, attribution.Events(c, prev, at)...)
+	}
 	apply := func(ctx context.Context, tx storage.Tx, at time.Time, ops []ledger.Operation) error {
 		_, errs, err := ledger.Apply(ctx, tx, at, ops)
 		if err != nil {
@@ -123,17 +153,29 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 			for len(due) > 0 && len(batch) < historyBatch && due[0].at.Before(before) {
 				batch = append(batch, heap.Pop(&due).(settlement))
 			}
+			var evs []outbox.Event
+			for _, st := range batch {
+				evs = append(evs, st.events...)
+			}
+			var es, as int64
 			err := s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 				ops := make([]ledger.Operation, len(batch))
 				for i, st := range batch {
 					ops[i] = st.op
 				}
-				return apply(ctx, tx, batch[len(batch)-1].at, ops)
+				at := batch[len(batch)-1].at
+				if err := apply(ctx, tx, at, ops); err != nil {
+					return err
+				}
+				var err error
+				es, as, err = writeEvents(ctx, tx, evs, at, endpoints)
+				return err
 			})
 			if err != nil {
 				return err
 			}
 			sz.LedgerOps += int64(len(batch))
+			sz.Events, sz.Attempts = sz.Events+es, sz.Attempts+as
 		}
 		return nil
 	}
@@ -161,6 +203,7 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 				holds  []ledger.Operation
 				holdAt time.Time
 				queued []settlement
+				evs    []outbox.Event
 			)
 			err := func() error {
 				for range n {
@@ -188,9 +231,14 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 					case r < 45: // clicked, never installed
 					case r < 50: // a claim rejected by a fraud rule
 						c.State, c.Reason, c.ResolvedAt = attribution.StateRejected, []string{"fraud_device_reused", "fraud_install_velocity", "fraud_datacenter_asn"}[rng.IntN(3)], installAt
+						c.UpdatedAt = installAt
+						evs = announce(evs, c, attribution.StateClicked, installAt)
 						b.Rejected++
 					default: // installed, then cleared (7 in 10) or refunded
 						c.State, c.InstalledAt = attribution.StateInstalled, installAt
+						inst := c
+						inst.UpdatedAt = installAt
+						evs = announce(evs, inst, attribution.StateClicked, installAt)
 						h := ledger.Hold{ID: c.HoldID(), Advertiser: adv.ID, Publisher: pub.ID, Amount: c.PriceCents, ChainID: c.ID}
 						op, err := ledger.EscrowHold("hold:"+c.ID, h)
 						if err != nil {
@@ -204,19 +252,28 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 						}
 						st := c
 						st.ResolvedAt, st.UpdatedAt = resolveAt, resolveAt
+						var later []outbox.Event // written with the settlement
 						if r < 85 {
-							st.State, st.ActivatedAt = attribution.StateCleared, installAt.Add(48*time.Hour+time.Minute)
+							// Activated by the heartbeat a minute past 48 h, then
+							// cleared by the sweep.
+							act := inst
+							act.State, act.ActivatedAt = attribution.StateActivated, installAt.Add(48*time.Hour+time.Minute)
+							act.UpdatedAt = act.ActivatedAt
+							later = announce(later, act, attribution.StateInstalled, act.ActivatedAt)
+							st.State, st.ActivatedAt = attribution.StateCleared, act.ActivatedAt
+							later = announce(later, st, attribution.StateActivated, resolveAt)
 							op, err = ledger.Clear("clear:"+c.ID, h, ledger.EarnCash)
 							b.Cleared++
 						} else {
 							st.State, st.Reason = attribution.StateRefunded, attribution.ReasonNotActivated
+							later = announce(later, st, attribution.StateInstalled, resolveAt)
 							op, err = ledger.EscrowRelease("release:"+c.ID, h)
 							b.Refunded++
 						}
 						if err != nil {
 							return err
 						}
-						queued = append(queued, settlement{at: resolveAt, op: op})
+						queued = append(queued, settlement{at: resolveAt, op: op, events: later})
 						c = st
 					}
 					chains = append(chains, c)
@@ -228,15 +285,21 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 			if err != nil {
 				return sz, err
 			}
+			var es, as int64
 			err = s.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
 				if err := insertChains(ctx, tx, chains); err != nil {
 					return err
 				}
-				// A batch's holds are stamped with its latest install time.
+				// A batch's holds (and the dispatch of its events) are
+				// stamped with its latest install time.
 				if len(holds) > 0 {
-					return apply(ctx, tx, holdAt, holds)
+					if err := apply(ctx, tx, holdAt, holds); err != nil {
+						return err
+					}
 				}
-				return nil
+				var err error
+				es, as, err = writeEvents(ctx, tx, evs, maxTime(holdAt, day), endpoints)
+				return err
 			})
 			if err != nil {
 				return sz, err
@@ -246,6 +309,7 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 			}
 			sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected = sz.Chains+b.Chains, sz.Installs+b.Installs, sz.Cleared+b.Cleared, sz.Refunded+b.Refunded, sz.Rejected+b.Rejected
 			sz.LedgerOps += b.LedgerOps
+			sz.Events, sz.Attempts = sz.Events+es, sz.Attempts+as
 		}
 		// The day's fill counters, as the servers flush them.
 		counts := make([]attribution.FillCount, 0, fillRows)
@@ -286,10 +350,58 @@ type vacuumer interface {
 	VacuumAnalyze(ctx context.Context) error
 }
 
-// settlement is a clearing or a release the generator writes at its time.
+// settlement is a clearing or a release the generator writes at its time,
+// with the events written with it (the chain's activation and settlement).
 type settlement struct {
-	at time.Time
-	op ledger.Operation
+	at     time.Time
+	op     ledger.Operation
+	events []outbox.Event
+}
+
+// writeEvents writes events to the outbox, marks them dispatched at at, as
+// the webhook worker does (webhooks.Tx.ClaimUndispatched: every earlier
+// row is dispatched, so the claim takes these), and records the attempts
+// of each to its app's endpoint (webhooks.Tx.RecordResults): delivered at
+// once, but one in 20 first answered 503 and delivered on the first retry.
+// It returns how many events (one per app) and attempts it wrote.
+func writeEvents(ctx context.Context, tx storage.Tx, evs []outbox.Event, at time.Time, endpoints map[string]string) (events, attempts int64, err error) {
+	if len(evs) == 0 {
+		return 0, 0, nil
+	}
+	for _, e := range evs {
+		at = maxTime(at, e.CreatedAt) // dispatched once written
+	}
+	if err := tx.InsertOutbox(ctx, evs); err != nil {
+		return 0, 0, err
+	}
+	claimed, err := tx.ClaimUndispatched(ctx, at, len(evs))
+	if err != nil {
+		return 0, 0, err
+	}
+	var results []webhooks.Result
+	for i, e := range claimed {
+		ep, ok := endpoints[e.AppID]
+		if !ok {
+			continue
+		}
+		d := webhooks.Delivery{EndpointID: ep, EventID: e.ID, AppID: e.AppID, EventCreatedAt: e.CreatedAt, NextAttemptAt: e.CreatedAt}
+		first := webhooks.Attempt{ID: ids.New("wha"), EndpointID: ep, EventID: e.ID, AppID: e.AppID, Attempt: 1,
+			AttemptedAt: e.CreatedAt.Add(time.Second), StatusCode: 200, LatencyMS: int64(40 + i%160), Succeeded: true}
+		if i%20 == 7 {
+			retry := first
+			first.StatusCode, first.Succeeded, first.Excerpt = 503, false, "upstream unavailable"
+			first.NextAttemptAt = first.AttemptedAt.Add(webhooks.Schedule[0])
+			retry.ID, retry.Attempt, retry.AttemptedAt = ids.New("wha"), 2, first.NextAttemptAt
+			results = append(results, webhooks.Result{Delivery: d, Attempt: &first, NextAttemptAt: first.NextAttemptAt},
+				webhooks.Result{Delivery: d, Attempt: &retry, Done: true})
+			continue
+		}
+		results = append(results, webhooks.Result{Delivery: d, Attempt: &first, Done: true})
+	}
+	if err := tx.RecordResults(ctx, at, results); err != nil {
+		return 0, 0, err
+	}
+	return int64(len(claimed)), int64(len(results)), nil
 }
 
 // chainCopier is a store transaction that writes new chains in bulk
