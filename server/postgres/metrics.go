@@ -25,7 +25,7 @@ func newMetrics() *metrics {
 	for _, c := range []string{classConnection, classReadOnly, classShutdown, classBusy, classTimeout, classCommitUnknown} {
 		m.errors.WithLabelValues(c)
 	}
-	for _, r := range []string{"conflict", "missing_accounts", "unavailable"} {
+	for _, r := range []string{"conflict", "canceled", "missing_accounts", "unavailable"} {
 		m.retries.WithLabelValues(r)
 	}
 	return m

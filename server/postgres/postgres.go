@@ -325,7 +325,12 @@ func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx storag
 			db.metrics.retry("missing_accounts")
 			continue // the accounts exist now: no one to wait for
 		}
-		db.metrics.retry("conflict")
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && strayCancel(pe) {
+			db.metrics.retry("canceled")
+		} else {
+			db.metrics.retry("conflict")
+		}
 		t := time.NewTimer(backoff(conflicts))
 		select {
 		case <-ctx.Done():
@@ -480,6 +485,7 @@ const (
 	codeUniqueViolation      = "23505"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeQueryCanceled        = "57014"
 	codeInsufficientPriv     = "42501"
 	// Text the database cannot hold: a NUL or bytes that are not UTF-8
 	// (character_not_in_repertoire), or a \u0000 escape in JSON
@@ -515,9 +521,22 @@ func retryable(err error) bool {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected
+		return pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected || strayCancel(pe)
 	}
 	return false
+}
+
+// strayCancel reports a statement cancelled by a cancel request (not by
+// statement_timeout, which would only strike again): PostgreSQL rolled the
+// transaction back, so running it again is safe. When the caller's own
+// context was cancelled, the retry loop ends on it; otherwise nobody here
+// asked for it: an operator's pg_cancel_backend, or a cancel request that
+// reached the backend after the statement it was sent for had ended (the
+// protocol cancels whatever the backend runs when it arrives). CI met one
+// once (TestUnitsExactlyOnce, 2026-12-04, under load): "locking accounts:
+// canceling statement due to user request", with no context cancelled.
+func strayCancel(pe *pgconn.PgError) bool {
+	return pe.Code == codeQueryCanceled && !strings.Contains(pe.Message, "statement timeout")
 }
 
 // wrap adds context to a driver error and maps the ones the ledger knows:
