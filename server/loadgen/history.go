@@ -45,6 +45,10 @@ const (
 	historyFillRowsADay = 4_000       // fill counter rows a day: (campaign, publisher) pairs served
 )
 
+// historyASNs are the networks the history's installs come from: large
+// residential ones (Comcast, Deutsche Telekom, BT, Orange, Verizon).
+var historyASNs = []int64{7922, 3320, 2856, 3215, 701}
+
 // HistoryConfig scales the full-size history: Scale 1 is the year above,
 // 0.001 a thousandth of its chains and fills over the same days (apps at
 // least 4). Readers are apps of the server (registered, with campaigns)
@@ -220,10 +224,18 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 					if latest := cfg.End.Add(-11 * time.Minute); at.After(latest) {
 						at = latest.Add(-time.Duration(rng.IntN(3600)) * time.Second).Truncate(time.Microsecond)
 					}
+					// Each device at an address of its own, as the server saw its
+					// click and its install: a year of installs all at "" made
+					// the planner take `install_ip = $4` (the fraud rules'
+					// count by address) for a fifth of the table, and the
+					// claims' generic plan a parallel scan with JIT (BENCHMARKS.md,
+					// "A year at full scale").
+					ip := fmt.Sprintf("%d.%d.%d.%d", 11+rng.IntN(212), rng.IntN(256), rng.IntN(256), 1+rng.IntN(254))
 					c := attribution.Chain{ID: fmt.Sprintf("chn_hist%09d", seq), Nonce: fmt.Sprintf("jti_hist%09d", seq), State: attribution.StateClicked,
 						CampaignID: adv.CampaignID, PublisherAppID: pub.ID, AdvertiserAppID: adv.ID, Category: adv.Category, Platform: xpromo.PlatformMac,
 						PriceCents: adv.PriceCents, OfferedAt: at.Add(-time.Minute), ClickedAt: at, DeviceID: fmt.Sprintf("dev_hist%09d", seq),
-						CreatedAt: at, UpdatedAt: at}
+						ClickIP: ip, CreatedAt: at, UpdatedAt: at}
+					asn := historyASNs[rng.IntN(len(historyASNs))]
 					r := rng.IntN(100)
 					installAt := at.Add(time.Duration(30+rng.IntN(600)) * time.Second)
 					resolveAt := installAt.Add(48*time.Hour + time.Duration(rng.IntN(20*3600))*time.Second)
@@ -231,11 +243,11 @@ func History(ctx context.Context, s storage.Store, cfg HistoryConfig) (HistorySi
 					case r < 45: // clicked, never installed
 					case r < 50: // a claim rejected by a fraud rule
 						c.State, c.Reason, c.ResolvedAt = attribution.StateRejected, []string{"fraud_device_reused", "fraud_install_velocity", "fraud_datacenter_asn"}[rng.IntN(3)], installAt
-						c.UpdatedAt = installAt
+						c.UpdatedAt, c.InstallIP, c.InstallASN = installAt, ip, asn
 						evs = announce(evs, c, attribution.StateClicked, installAt)
 						b.Rejected++
 					default: // installed, then cleared (7 in 10) or refunded
-						c.State, c.InstalledAt = attribution.StateInstalled, installAt
+						c.State, c.InstalledAt, c.InstallIP, c.InstallASN = attribution.StateInstalled, installAt, ip, asn
 						inst := c
 						inst.UpdatedAt = installAt
 						evs = announce(evs, inst, attribution.StateClicked, installAt)
