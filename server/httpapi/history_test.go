@@ -324,9 +324,9 @@ func rollupsMatchRaw(t *testing.T, s storage.Store, apps []string, end time.Time
 
 // eventsDelivered fails the test unless the history's events of the last
 // 30 days read back through the API as the worker left them: the app's
-// first event page is full (or holds them all) and every attempt at its
-// endpoint names one of its events, the newest page ending in delivered
-// ones.
+// first event page is not empty, the newest attempt at its endpoint
+// delivered its event, and every attempt of that page names one of the
+// app's events.
 func eventsDelivered(t *testing.T, e *mktEnv, app xpromo.RegisterAppResponse, endpoint string, sz loadgen.HistorySizes) {
 	t.Helper()
 	require.Positive(t, sz.Events, "events of the last 30 days")

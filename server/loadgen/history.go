@@ -374,7 +374,8 @@ type settlement struct {
 // the webhook worker does (webhooks.Tx.ClaimUndispatched: every earlier
 // row is dispatched, so the claim takes these), and records the attempts
 // of each to its app's endpoint (webhooks.Tx.RecordResults): delivered at
-// once, but one in 20 first answered 503 and delivered on the first retry.
+// once, but about one in 20 (every 20th event of the batch) first answered
+// 503 and delivered on the first retry.
 // It returns how many events (one per app) and attempts it wrote.
 func writeEvents(ctx context.Context, tx storage.Tx, evs []outbox.Event, at time.Time, endpoints map[string]string) (events, attempts int64, err error) {
 	if len(evs) == 0 {

@@ -52,13 +52,10 @@ func TestStrayCancelRunsAgain(t *testing.T) {
 			return err
 		})
 	}()
-	other, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer other.Close(ctx)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var cancelled int
-		require.NoError(t, other.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) FROM pg_stat_activity
+		require.NoError(t, hold.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_cancel_backend(pid)) FROM pg_stat_activity
 WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&cancelled))
 		if cancelled == 1 {
 			break

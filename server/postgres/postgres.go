@@ -327,6 +327,9 @@ func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx storag
 		}
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && strayCancel(pe) {
+			if ctx.Err() != nil {
+				return ctx.Err() // the caller's own cancel, not a stray one
+			}
 			db.metrics.retry("canceled")
 		} else {
 			db.metrics.retry("conflict")
