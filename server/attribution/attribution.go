@@ -241,9 +241,14 @@ type Tx interface {
 	// rejected. It reads one row (the day's spend, which the store keeps
 	// with every change of a chain: migration 00025), not the day's chains.
 	CampaignSpend(ctx context.Context, campaignID string, day time.Time) (int64, error)
+	// DaySpend is CampaignSpend for every campaign with a spend on the UTC
+	// day starting at day (campaigns at 0 are left out): the day's rows of
+	// the same kept figure, which delivery reloads at start and at each
+	// midnight.
+	DaySpend(ctx context.Context, day time.Time) (map[string]int64, error)
 	// SpendByCampaign sums the same over the chains themselves, for every
-	// campaign with any spend installed in [from, to): delivery's rebuild
-	// reads it, and tests hold CampaignSpend to it.
+	// campaign with any spend installed in [from, to), reading every chain
+	// of the window: tests hold CampaignSpend and DaySpend to it.
 	SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error)
 	// InstallHistory reads, in one query, what the device and velocity
 	// rules need: whether the device has an accepted install (installed_at

@@ -370,6 +370,25 @@ func (t *tx) CampaignSpend(ctx context.Context, campaignID string, day time.Time
 	return n, wrap(err, "reading a campaign's spend")
 }
 
+// daySpend reads the day's rows of campaign_spend by campaign_spend_day
+// (00042).
+const daySpend = `SELECT campaign_id, spent_cents FROM campaign_spend
+WHERE day = ($1::timestamptz AT TIME ZONE 'UTC')::date AND spent_cents <> 0`
+
+func (t *tx) DaySpend(ctx context.Context, day time.Time) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := t.query(ctx, daySpend, []any{day}, func(rows pgx.Rows) error {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return err
+		}
+		out[id] = n
+		return nil
+	})
+	return out, wrap(err, "reading the day's spend")
+}
+
 func (t *tx) SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error) {
 	out := map[string]int64{}
 	err := t.query(ctx, `SELECT campaign_id, sum(price_cents)::bigint FROM chains
