@@ -112,6 +112,14 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 	if opts.StatementTimeout > 0 && !settings["statement_timeout"] {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
 	}
+	// No JIT compilation: the server's statements are index probes and
+	// short scans, where compiling costs more than it saves, and a generic
+	// plan whose estimate went wrong paid it on every run (37 to 191 ms a
+	// claim on a year of history: BENCHMARKS.md, "A year at full scale").
+	// The URL's jit wins.
+	if !settings["jit"] {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	cfg.ConnConfig.OnNotice = onNotice
 	// SET ROLE in AfterConnect, so that no pooled connection ever runs with
 	// the owner's privileges. (A session can RESET ROLE, so this guards

@@ -283,6 +283,24 @@ func TestPoolSize(t *testing.T) {
 	assert.Equal(t, int32(3), small.Pool().Config().MaxConns)
 }
 
+// The server's sessions run without JIT compilation unless the URL asks for
+// it.
+func TestSessionsWithoutJIT(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewTestDatabase(t)
+	show := func(db *postgres.DB) string {
+		var v string
+		require.NoError(t, db.Pool().QueryRow(ctx, "SHOW jit").Scan(&v))
+		return v
+	}
+	assert.Equal(t, "off", show(open(t, url)))
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	assert.Equal(t, "on", show(open(t, url+sep+"jit=on")))
+}
+
 // Times come back as the UTC instant that went in, to the microsecond, from
 // any zone.
 func TestTimesRoundTrip(t *testing.T) {
