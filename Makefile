@@ -145,7 +145,9 @@ loadgen: ceilings ## load test of fills, install claims and ledger reads over HT
 # HISTORY_STORES=sqlite or postgres runs one. Not part of make test or CI.
 # HISTORY_WRITE_PAIRS: the write paths on an empty and on the full store,
 # alternated (empty, full, full, empty, …). XPROMO_HISTORY_KEEP=dir keeps
-# the full store, XPROMO_HISTORY_REUSE=dir measures a kept one again.
+# the full store, XPROMO_HISTORY_REUSE=dir measures a kept one again;
+# XPROMO_HISTORY_SKIP_RAW=1 skips comparing the rollups with the raw facts
+# (hours at full scale).
 HISTORY_SCALE ?= 0.002
 HISTORY_READS ?= 200
 HISTORY_WRITE_PAIRS ?= 2

@@ -51,6 +51,9 @@ import (
 // XPROMO_HISTORY_REUSE=dir then runs the full-store reads only, on the
 // kept stores (no fill, no empty-store figures; the migrations of this
 // tree are applied on open). Drop a kept database by hand when done.
+// XPROMO_HISTORY_SKIP_RAW skips comparing the rollups with the raw facts
+// after the fill (rollupsMatchRaw: hours at full scale, where it sums a
+// year of chains and lines per day; make test and smaller scales run it).
 func TestHistoryReads(t *testing.T) {
 	scale, err := strconv.ParseFloat(os.Getenv("XPROMO_HISTORY_SCALE"), 64)
 	reads := 40
@@ -183,7 +186,11 @@ func TestHistoryReads(t *testing.T) {
 				}
 				return err
 			}))
-			rollupsMatchRaw(t, s, []string{adv.AppID, pub.AppID, "app_hist00002"}, cfg.End)
+			if os.Getenv("XPROMO_HISTORY_SKIP_RAW") == "" {
+				rollupsMatchRaw(t, s, []string{adv.AppID, pub.AppID, "app_hist00002"}, cfg.End)
+			} else {
+				t.Log("XPROMO_HISTORY_SKIP_RAW: the rollups are not compared with the raw facts")
+			}
 			eventsDelivered(t, e, adv, endpoint, sz)
 		}
 		ledgerMid, ledgerEnd = day(182), day(1)
