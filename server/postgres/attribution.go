@@ -376,23 +376,20 @@ const daySpend = `SELECT campaign_id, spent_cents FROM campaign_spend
 WHERE day = ($1::timestamptz AT TIME ZONE 'UTC')::date AND spent_cents <> 0`
 
 func (t *tx) DaySpend(ctx context.Context, day time.Time) (map[string]int64, error) {
-	out := map[string]int64{}
-	err := t.query(ctx, daySpend, []any{day}, func(rows pgx.Rows) error {
-		var id string
-		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
-			return err
-		}
-		out[id] = n
-		return nil
-	})
+	out, err := t.spends(ctx, daySpend, day)
 	return out, wrap(err, "reading the day's spend")
 }
 
 func (t *tx) SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error) {
+	out, err := t.spends(ctx, `SELECT campaign_id, sum(price_cents)::bigint FROM chains
+WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY campaign_id`, from, to)
+	return out, wrap(err, "summing spend by campaign")
+}
+
+// spends reads rows of (campaign_id, cents) into a map.
+func (t *tx) spends(ctx context.Context, query string, args ...any) (map[string]int64, error) {
 	out := map[string]int64{}
-	err := t.query(ctx, `SELECT campaign_id, sum(price_cents)::bigint FROM chains
-WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY campaign_id`, []any{from, to}, func(rows pgx.Rows) error {
+	err := t.query(ctx, query, args, func(rows pgx.Rows) error {
 		var id string
 		var n int64
 		if err := rows.Scan(&id, &n); err != nil {
@@ -401,7 +398,7 @@ WHERE installed_at >= $1 AND installed_at < $2 AND `+spendStates+` GROUP BY camp
 		out[id] = n
 		return nil
 	})
-	return out, wrap(err, "summing spend by campaign")
+	return out, err
 }
 
 // installHistory reads the device rules' figures from the device's

@@ -249,27 +249,18 @@ WHERE campaign_id = ? AND day = ?), 0)`, campaignID, micros(day)).Scan(&n)
 // DaySpend reads the day's rows of campaign_spend by campaign_spend_day
 // (00042).
 func (t *tx) DaySpend(ctx context.Context, day time.Time) (map[string]int64, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT campaign_id, spent_cents FROM campaign_spend
+	return t.spends(ctx, `SELECT campaign_id, spent_cents FROM campaign_spend
 WHERE day = ? AND spent_cents <> 0`, micros(day))
-	if err != nil {
-		return nil, wrap(err)
-	}
-	defer rows.Close()
-	out := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var n int64
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, wrap(err)
-		}
-		out[id] = n
-	}
-	return out, wrap(rows.Err())
 }
 
 func (t *tx) SpendByCampaign(ctx context.Context, from, to time.Time) (map[string]int64, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT campaign_id, sum(price_cents) FROM chains
+	return t.spends(ctx, `SELECT campaign_id, sum(price_cents) FROM chains
 WHERE installed_at >= ? AND installed_at < ? AND `+spendStates+` GROUP BY campaign_id`, micros(from), micros(to))
+}
+
+// spends reads rows of (campaign_id, cents) into a map.
+func (t *tx) spends(ctx context.Context, query string, args ...any) (map[string]int64, error) {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err)
 	}
