@@ -52,9 +52,10 @@ import (
 // kept stores (no fill, no empty-store figures; the migrations of this
 // tree are applied on open). Drop a kept database by hand when done.
 // The test clock's offset is kept in the store and every write run moves
-// it on (about 120 days a run), so after write runs a reuse run reads
-// windows past the history's end: set test_mode.clock_offset_ns back to 0
-// by hand first (BENCHMARKS.md, "A year at full scale").
+// it on (each claim round jumps past a 72-hour window), so after write
+// runs a reuse run reads windows past the history's end: set
+// test_mode.clock_offset_ns back to 0 by hand first (BENCHMARKS.md, "A
+// year at full scale").
 // XPROMO_HISTORY_SKIP_RAW skips comparing the rollups with the raw facts
 // after the fill (rollupsMatchRaw: hours at full scale, where it sums a
 // year of chains and lines per day; make test and smaller scales run it).

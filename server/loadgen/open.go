@@ -249,7 +249,8 @@ func (g *generator) moneyRounds(ctx context.Context) error {
 // held: a fill signed before a jump of more than the clock skew would be
 // refused after it. The fills for the new time are signed before the fills
 // are held (the generator's own work stays out of their latency); the pause
-// is one admin request, and it counts in the latency of the fills it held.
+// is advance's two admin requests (read the clock, move it), and it counts
+// in the latency of the fills it held.
 func (g *generator) jumpClock(ctx context.Context, d time.Duration) error {
 	at := g.f.clock.Now().Add(d)
 	fills, err := g.signed.sign(g, at)
