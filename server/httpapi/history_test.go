@@ -53,9 +53,11 @@ import (
 // tree are applied on open). Drop a kept database by hand when done.
 // The test clock's offset is kept in the store and every write run moves
 // it on (each claim round jumps past a 72-hour window), so after write
-// runs a reuse run reads windows past the history's end: set
-// test_mode.clock_offset_ns back to 0 by hand first (BENCHMARKS.md, "A
-// year at full scale").
+// runs the store's clock stands months past the history's end; the kept
+// JSON records the offset at the history's end, and a reuse run sets the
+// store's back to it before its reads (BENCHMARKS.md, "A year at full
+// scale": before, reuse runs read windows holding only the write runs'
+// rows).
 // XPROMO_HISTORY_SKIP_RAW skips comparing the rollups with the raw facts
 // after the fill (rollupsMatchRaw: hours at full scale, where it sums a
 // year of chains and lines per day; make test and smaller scales run it).
@@ -183,6 +185,10 @@ func TestHistoryReads(t *testing.T) {
 			sz, err = loadgen.History(context.Background(), s, cfg)
 			require.NoError(t, err)
 			kept.Sizes = sz
+			require.NoError(t, s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
+				kept.ClockOffset, err = tx.TestClockOffset(ctx)
+				return err
+			}))
 			kept.save(t, name)
 			require.NoError(t, s.Snapshot(context.Background(), func(r ledger.Reader) error {
 				rep, err := ledger.Verify(context.Background(), r)
@@ -419,8 +425,12 @@ type historyKept struct {
 	AdvID, AdvKey, PubID, PubKey, CampaignID string
 	EndpointID                               string // the advertiser's webhook endpoint
 	Sizes                                    loadgen.HistorySizes
-	dir                                      string
-	reused                                   bool
+	// ClockOffset is the store's test clock offset at the history's end
+	// (test_mode.clock_offset_ns): write runs move it on, a reuse run sets
+	// it back before it reads.
+	ClockOffset time.Duration
+	dir         string
+	reused      bool
 }
 
 // save writes dir/<store>.json when the store is kept.
@@ -474,6 +484,25 @@ func historyEach(t *testing.T, fn func(t *testing.T, s storage.Store, k *history
 		}
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
+		if k.reused {
+			// Back to the history's end: the write runs after the fill (and
+			// after earlier reuse runs) moved the store's clock on.
+			// The product's clock only moves forward (a CHECK keeps the
+			// offset >= 0): the row is set by hand.
+			const set = `UPDATE test_mode SET clock_offset_ns = $1 WHERE id = 1`
+			t.Logf("test clock offset set back to the history's end (%s)", k.ClockOffset)
+			switch db := s.(type) {
+			case *postgres.DB:
+				_, err = db.Pool().Exec(ctx, set, int64(k.ClockOffset))
+			case *sqlite.DB:
+				var raw *sql.DB
+				if raw, err = sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)"); err == nil {
+					_, err = raw.ExecContext(ctx, strings.Replace(set, "$1", "?", 1), int64(k.ClockOffset))
+					raw.Close()
+				}
+			}
+			require.NoError(t, err)
+		}
 		return s, k
 	}
 	stores := os.Getenv("XPROMO_HISTORY_STORES")
