@@ -453,5 +453,8 @@ func TestTestModeStore(t *testing.T) {
 }
 
 func TestRollups(t *testing.T) {
-	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) })
+	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t, pgtest.NewTestDatabase(t)) },
+		func(t *testing.T, s storage.Store, from int64) {
+			require.NoError(t, postgres.RedoMigrations(context.Background(), s.(*postgres.DB), from))
+		})
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +11,7 @@ import (
 	"github.com/xpromo/xpromo/server/market"
 )
 
-// The reads of the daily rollups (migrations 00032 and 00037, docs/stats.md). Every
+// The reads of the daily rollups (migrations 00032, 00037 and 00043, docs/stats.md). Every
 // day argument is a UTC midnight; both ends are included. A rollup row can
 // hold 0 where every fact once counted moved elsewhere, hence the HAVING
 // clauses: the raw queries never report a key with nothing in it.
@@ -39,8 +40,8 @@ GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, from, to}, func(rows pgx.
 
 func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily_apps
-WHERE side = 'advertiser' AND day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`,
+	err := t.queryRow(ctx, `SELECT coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily_network_chains
+WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`,
 		[]any{from, to}, &s.Chains, &s.FraudRejected)
 	if err != nil {
 		return s, wrap(err, "reading the network's daily stats")
@@ -59,17 +60,21 @@ GROUP BY category HAVING sum(cleared) <> 0`, []any{from, to}, func(rows pgx.Rows
 	return s, wrap(err, "reading the network's daily prices")
 }
 
+// holdStatsDays sums a table of stats_daily_holds' figures (the app's, or
+// the network's shards of 00043) over a window of days.
 const holdStatsDays = `SELECT coalesce(sum(opened), 0)::bigint, coalesce(sum(resolved), 0)::bigint, coalesce(sum(charged), 0)::bigint,
   coalesce(sum(charged_cents), 0)::bigint, coalesce(sum(floored), 0)::bigint, coalesce(sum(floor_cents), 0)::bigint,
   coalesce(sum(publisher_suspended), 0)::bigint
-FROM stats_daily_holds WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`
+FROM %s WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`
 
 func (t *tx) AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (market.HoldStats, error) {
-	return t.holdStats(ctx, holdStatsDays+` AND app_id = $3`, from, to, appID)
+	return t.holdStats(ctx, fmt.Sprintf(holdStatsDays, "stats_daily_holds")+` AND app_id = $3`, from, to, appID)
 }
 
+// NetworkHoldStatsDays reads the network's rows (00043: at most 64 a day),
+// not every advertiser's.
 func (t *tx) NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
-	return t.holdStats(ctx, holdStatsDays, from, to)
+	return t.holdStats(ctx, fmt.Sprintf(holdStatsDays, "stats_daily_network_holds"), from, to)
 }
 
 // DailyStats reads an app's rows of stats_daily_apps (migration 00037: one

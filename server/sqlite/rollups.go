@@ -3,13 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/xpromo/xpromo/server/attribution"
 	"github.com/xpromo/xpromo/server/market"
 )
 
-// The reads of the daily rollups (migration 00032, docs/stats.md); the
+// The reads of the daily rollups (migrations 00032, 00037 and 00043, docs/stats.md); the
 // queries are PostgreSQL's (server/postgres/rollups.go) with days as the
 // microseconds of their midnight.
 
@@ -36,8 +37,8 @@ GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, micros(from), micros(to)}
 
 func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(chains), 0), coalesce(sum(chains_fraud), 0) FROM stats_daily_apps
-WHERE side = 'advertiser' AND day BETWEEN ? AND ?`, micros(from), micros(to)).Scan(&s.Chains, &s.FraudRejected)
+	err := t.tx.QueryRowContext(ctx, `SELECT coalesce(sum(chains), 0), coalesce(sum(chains_fraud), 0) FROM stats_daily_network_chains
+WHERE day BETWEEN ? AND ?`, micros(from), micros(to)).Scan(&s.Chains, &s.FraudRejected)
 	if err != nil {
 		return s, wrap(err)
 	}
@@ -56,14 +57,15 @@ WHERE day BETWEEN ? AND ? GROUP BY category HAVING sum(cleared) <> 0`, []any{mic
 
 const holdStatsDays = `SELECT coalesce(sum(opened), 0), coalesce(sum(resolved), 0), coalesce(sum(charged), 0),
   coalesce(sum(charged_cents), 0), coalesce(sum(floored), 0), coalesce(sum(floor_cents), 0), coalesce(sum(publisher_suspended), 0)
-FROM stats_daily_holds WHERE day BETWEEN ? AND ?`
+FROM %s WHERE day BETWEEN ? AND ?`
 
 func (t *tx) AdvertiserHoldStatsDays(ctx context.Context, appID string, from, to time.Time) (market.HoldStats, error) {
-	return t.holdStats(ctx, holdStatsDays+` AND app_id = ?`, micros(from), micros(to), appID)
+	return t.holdStats(ctx, fmt.Sprintf(holdStatsDays, "stats_daily_holds")+` AND app_id = ?`, micros(from), micros(to), appID)
 }
 
+// NetworkHoldStatsDays reads the network's rows (00043: one a day here).
 func (t *tx) NetworkHoldStatsDays(ctx context.Context, from, to time.Time) (market.HoldStats, error) {
-	return t.holdStats(ctx, holdStatsDays, micros(from), micros(to))
+	return t.holdStats(ctx, fmt.Sprintf(holdStatsDays, "stats_daily_network_holds"), micros(from), micros(to))
 }
 
 // DailyStats reads each side on its own, as one range of the primary key

@@ -90,5 +90,7 @@ func TestTestModeStore(t *testing.T) {
 }
 
 func TestRollups(t *testing.T) {
-	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t) })
+	storetest.Rollups(t, func(t *testing.T) storage.Store { return open(t) }, func(t *testing.T, s storage.Store, from int64) {
+		require.NoError(t, sqlite.RedoMigrations(context.Background(), s.(*sqlite.DB), from))
+	})
 }

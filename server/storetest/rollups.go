@@ -28,8 +28,14 @@ import (
 // split by package rollup must equal the raw query of the window, and each
 // day of DailyStats must equal the figures counted here from the chains
 // and money the test wrote.
-func Rollups(t *testing.T, newStore func(t *testing.T) storage.Store) {
-	t.Run("MatchRawFacts", func(t *testing.T) { testRollupsMatchRawFacts(t, newStore(t)) })
+//
+// redo, when not nil, rolls the store's migrations back to the version it
+// is given and applies them again: after the first comparison the rollups
+// of the network (migration 00043) are dropped and rebuilt by that
+// migration's backfill from the per-app rows already written, and every
+// window is compared again.
+func Rollups(t *testing.T, newStore func(t *testing.T) storage.Store, redo func(t *testing.T, s storage.Store, from int64)) {
+	t.Run("MatchRawFacts", func(t *testing.T) { testRollupsMatchRawFacts(t, newStore(t), redo) })
 }
 
 type rollupWorld struct {
@@ -258,7 +264,7 @@ func (w *rollupWorld) step() {
 	}
 }
 
-func testRollupsMatchRawFacts(t *testing.T, s storage.Store) {
+func testRollupsMatchRawFacts(t *testing.T, s storage.Store, redo func(t *testing.T, s storage.Store, from int64)) {
 	ctx := context.Background()
 	w := &rollupWorld{t: t, s: s, rng: rand.New(rand.NewPCG(32, 33)), mem: map[string]attribution.Chain{},
 		start: time.Date(2026, 11, 20, 21, 0, 0, 0, time.UTC),
@@ -303,51 +309,17 @@ func testRollupsMatchRawFacts(t *testing.T, s storage.Store) {
 		from := w.start.Add(time.Duration(w.rng.Int64N(int64(end.Sub(w.start)))))
 		windows = append(windows, [2]time.Time{from, end})
 	}
-	view(func(ctx context.Context, tx storage.Tx) error {
-		for _, win := range windows {
-			sp := rollup.Split(win[0], win[1])
-			for _, app := range apps {
-				raw := must(tx.AppChainStats(ctx, app, win[0], win[1]))
-				hraw := must(tx.AdvertiserHoldStats(ctx, app, win[0], win[1]))
-				got, hgot := attribution.ChainStats{FraudRejected: map[string]int64{}}, market.HoldStats{}
-				if sp.HasRaw {
-					got = must(tx.AppChainStats(ctx, app, sp.From, sp.RawTo))
-					hgot = must(tx.AdvertiserHoldStats(ctx, app, sp.From, sp.RawTo))
-				}
-				if sp.HasDays {
-					days := must(tx.ChainStatsDays(ctx, app, sp.FirstDay, sp.LastDay))
-					got.Impressions += days.Impressions
-					got.Clicks += days.Clicks
-					for k, n := range days.FraudRejected {
-						got.FraudRejected[k] += n
-					}
-					hgot = hgot.Add(must(tx.AdvertiserHoldStatsDays(ctx, app, sp.FirstDay, sp.LastDay)))
-				}
-				require.Equal(t, raw, got, "app %q chain stats over %v", app, win)
-				require.Equal(t, hraw, hgot, "app %q hold stats over %v", app, win)
-			}
-			raw := must(tx.NetworkChainStats(ctx, win[0], win[1]))
-			hraw := must(tx.NetworkHoldStats(ctx, win[0], win[1]))
-			got, hgot := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}, market.HoldStats{}
-			if sp.HasRaw {
-				got = must(tx.NetworkChainStats(ctx, sp.From, sp.RawTo))
-				hgot = must(tx.NetworkHoldStats(ctx, sp.From, sp.RawTo))
-			}
-			if sp.HasDays {
-				days := must(tx.NetworkChainStatsDays(ctx, sp.FirstDay, sp.LastDay))
-				got.Chains += days.Chains
-				got.FraudRejected += days.FraudRejected
-				for k := range days.CPICount {
-					got.CPISum[k] += days.CPISum[k]
-					got.CPICount[k] += days.CPICount[k]
-				}
-				hgot = hgot.Add(must(tx.NetworkHoldStatsDays(ctx, sp.FirstDay, sp.LastDay)))
-			}
-			require.Equal(t, raw, got, "network chain stats over %v", win)
-			require.Equal(t, hraw, hgot, "network hold stats over %v", win)
-		}
-		return nil
-	})
+	matchRaw := func(stage string) {
+		t.Helper()
+		view(func(ctx context.Context, tx storage.Tx) error {
+			return rollupsMatchRawIn(ctx, t, tx, stage, windows, apps)
+		})
+	}
+	matchRaw("as written")
+	if redo != nil {
+		redo(t, s, 42)
+		matchRaw("rebuilt by 00043's backfill")
+	}
 
 	// DailyStats against the chains as they are now and the money and fills
 	// counted as they were written.
@@ -449,4 +421,54 @@ func addRows(a, b attribution.DailyRow) attribution.DailyRow {
 	a.SpendCents += b.SpendCents
 	a.EarnedCents += b.EarnedCents
 	return a
+}
+
+// rollupsMatchRawIn fails the test unless every window's stats read through
+// the rollups (package rollup's split) equal the raw facts' for each app
+// and the network.
+func rollupsMatchRawIn(ctx context.Context, t *testing.T, tx storage.Tx, stage string, windows [][2]time.Time, apps []string) error {
+	t.Helper()
+	for _, win := range windows {
+		sp := rollup.Split(win[0], win[1])
+		for _, app := range apps {
+			raw := must(tx.AppChainStats(ctx, app, win[0], win[1]))
+			hraw := must(tx.AdvertiserHoldStats(ctx, app, win[0], win[1]))
+			got, hgot := attribution.ChainStats{FraudRejected: map[string]int64{}}, market.HoldStats{}
+			if sp.HasRaw {
+				got = must(tx.AppChainStats(ctx, app, sp.From, sp.RawTo))
+				hgot = must(tx.AdvertiserHoldStats(ctx, app, sp.From, sp.RawTo))
+			}
+			if sp.HasDays {
+				days := must(tx.ChainStatsDays(ctx, app, sp.FirstDay, sp.LastDay))
+				got.Impressions += days.Impressions
+				got.Clicks += days.Clicks
+				for k, n := range days.FraudRejected {
+					got.FraudRejected[k] += n
+				}
+				hgot = hgot.Add(must(tx.AdvertiserHoldStatsDays(ctx, app, sp.FirstDay, sp.LastDay)))
+			}
+			require.Equal(t, raw, got, "app %q chain stats over %v, %s", app, win, stage)
+			require.Equal(t, hraw, hgot, "app %q hold stats over %v, %s", app, win, stage)
+		}
+		raw := must(tx.NetworkChainStats(ctx, win[0], win[1]))
+		hraw := must(tx.NetworkHoldStats(ctx, win[0], win[1]))
+		got, hgot := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}, market.HoldStats{}
+		if sp.HasRaw {
+			got = must(tx.NetworkChainStats(ctx, sp.From, sp.RawTo))
+			hgot = must(tx.NetworkHoldStats(ctx, sp.From, sp.RawTo))
+		}
+		if sp.HasDays {
+			days := must(tx.NetworkChainStatsDays(ctx, sp.FirstDay, sp.LastDay))
+			got.Chains += days.Chains
+			got.FraudRejected += days.FraudRejected
+			for k := range days.CPICount {
+				got.CPISum[k] += days.CPISum[k]
+				got.CPICount[k] += days.CPICount[k]
+			}
+			hgot = hgot.Add(must(tx.NetworkHoldStatsDays(ctx, sp.FirstDay, sp.LastDay)))
+		}
+		require.Equal(t, raw, got, "network chain stats over %v, %s", win, stage)
+		require.Equal(t, hraw, hgot, "network hold stats over %v, %s", win, stage)
+	}
+	return nil
 }
