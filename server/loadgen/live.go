@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/xpromo/xpromo/sdk/attribution"
@@ -29,8 +30,10 @@ func goLive(ctx context.Context, op *xpromo.Client, f *Fixture, forwardedFor boo
 	// fill scenario's budget stays whole, and the warm-up's few hundred
 	// fills leave the claim scenario most of its own.
 	g := &generator{op: op, f: f, cfg: RunConfig{Scenario: ScenarioClaim, Concurrency: 1, ForwardedFor: forwardedFor}}
+	var rounds []string // what each round did, for the error
+	var pending map[string]bool
 	for range liveRounds {
-		pending := map[string]bool{}
+		pending = map[string]bool{}
 		for id := range f.Advertisers {
 			a, err := op.AdminGetApp(ctx, id)
 			if err != nil {
@@ -70,10 +73,12 @@ func goLive(ctx context.Context, op *xpromo.Client, f *Fixture, forwardedFor boo
 			return err
 		}
 		var installed []click
+		refused := map[string]int{}
 		for _, c := range clicks {
 			_, req := g.claim(ctx, c)
 			if err := req(); err != nil {
 				if xpromo.IsCode(err, "insufficient_funds") || xpromo.IsCode(err, "budget_exhausted") {
+					refused[xpromo.ErrorCode(err)]++
 					continue
 				}
 				return fmt.Errorf("claiming a warm-up install: %w", err)
@@ -94,11 +99,31 @@ func goLive(ctx context.Context, op *xpromo.Client, f *Fixture, forwardedFor boo
 				return fmt.Errorf("warm-up heartbeat: %w", err)
 			}
 		}
-		if _, err := op.AdminSweep(ctx); err != nil {
+		sw, err := op.AdminSweep(ctx)
+		if err != nil {
 			return fmt.Errorf("clearing sweep: %w", err)
 		}
+		rounds = append(rounds, fmt.Sprintf("%d pending: %d clicks, %d installed, refused %v, sweep %+v",
+			len(pending), len(clicks), len(installed), refused, *sw))
 	}
-	return errors.New("the advertisers did not go live after the warm-up installs cleared")
+	// Why not: each advertiser still short of the bar, by its thresholds.
+	var short []string
+	for id := range pending {
+		th, err := f.Advertisers[id].Client.GetThresholds(ctx, id)
+		if err != nil {
+			short = append(short, fmt.Sprintf("%s: reading its thresholds: %v", id, err))
+			continue
+		}
+		var live []string
+		for _, x := range th.Thresholds {
+			if x.Kind == xpromo.ThresholdKindLive {
+				live = append(live, fmt.Sprintf("%s %g of %g (%s)", x.Name, x.Value, x.Bar, x.State))
+			}
+		}
+		short = append(short, fmt.Sprintf("%s %s at %s: %s", id, th.Status, th.AsOf.Format(time.RFC3339), strings.Join(live, ", ")))
+	}
+	return fmt.Errorf("the advertisers did not go live after the warm-up installs cleared: rounds [%s]; still short [%s]",
+		strings.Join(rounds, "; "), strings.Join(short, "; "))
 }
 
 // advance moves the test clock forward by d and follows it. A test clock
