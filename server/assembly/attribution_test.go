@@ -304,14 +304,25 @@ func contractAttribution(t *testing.T, a *api, strangerKey string) {
 	ch := decode[xpromo.Chain](t, a.expect(200, a.do("GET", "/v1/chains/"+click.ChainID, pub.key, nil)))
 	assert.Equal(t, xpromo.ChainCleared, ch.State)
 	a.expect(404, a.do("GET", "/v1/chains/"+click.ChainID, strangerKey, nil))
-	// The chains lists: the chain on each app's side, none for a stranger.
+	// The chains lists: the chain on each app's side, none for a stranger;
+	// a campaign filter reads its owner's (the advertiser's) side only, so
+	// the campaign of another app matches nothing, even where the caller
+	// published its chain.
+	require.NotEmpty(t, ch.CampaignID)
 	for _, c := range []struct {
-		key, role string
-		want      int
-	}{{pub.key, "", 1}, {pub.key, "publisher", 1}, {pub.key, "advertiser", 0}, {adv.key, "advertiser", 1}, {strangerKey, "", 0}} {
+		key, role, campaign string
+		want                int
+	}{
+		{pub.key, "", "", 1}, {pub.key, "publisher", "", 1}, {pub.key, "advertiser", "", 0}, {adv.key, "advertiser", "", 1}, {strangerKey, "", "", 0},
+		{adv.key, "", ch.CampaignID, 1}, {adv.key, "advertiser", ch.CampaignID, 1}, {adv.key, "publisher", ch.CampaignID, 0},
+		{pub.key, "", ch.CampaignID, 0}, {pub.key, "publisher", ch.CampaignID, 0}, {strangerKey, "", ch.CampaignID, 0},
+	} {
 		q := "/v1/chains?state=cleared"
 		if c.role != "" {
 			q += "&role=" + c.role
+		}
+		if c.campaign != "" {
+			q += "&campaign_id=" + c.campaign
 		}
 		page := decode[xpromo.ChainPage](t, a.expect(200, a.do("GET", q, c.key, nil)))
 		require.Len(t, page.Chains, c.want, q)

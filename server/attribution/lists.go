@@ -37,7 +37,7 @@ type ChainQuery struct {
 	AppID      string
 	Role       string // RolePublisher, RoleAdvertiser or "" (either)
 	State      State  // "": every state
-	CampaignID string // "": every campaign
+	CampaignID string // "": every campaign; else one of the app's own (ListChains)
 	After      *cursor.Position
 	Limit      int
 }
@@ -74,10 +74,19 @@ type ChainPage struct {
 	Next   string
 }
 
-// ListChains returns a page of q.AppID's chains. A campaign of another app
-// simply matches nothing: the list reads only the caller's own chains.
+// ListChains returns a page of q.AppID's chains. A campaign filter names
+// one of the app's own campaigns, so it reads the advertiser's side only: a
+// campaign of another app matches nothing, on either side (the publisher's
+// side with a campaign is not read at all; the store tests the advertiser
+// side's ownership before its scan).
 func (s *Service) ListChains(ctx context.Context, q ChainQuery) (ChainPage, error) {
 	var out ChainPage
+	if q.CampaignID != "" {
+		if q.Role == RolePublisher {
+			return out, nil
+		}
+		q.Role = RoleAdvertiser
+	}
 	err := s.View(ctx, func(ctx context.Context, tx Tx) error {
 		limit := q.Limit
 		q.Limit++

@@ -148,6 +148,11 @@ func TestHistoryReads(t *testing.T) {
 			}},
 			{name: "chains, first page", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100" }},
 			{name: "chains, cleared as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=cleared&role=advertiser" }},
+			// Rarer filters: a page of them read the app's whole history
+			// before 00044's indexes.
+			{name: "chains, rejected as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=rejected&role=advertiser" }},
+			{name: "chains, activated_48h", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=activated_48h" }},
+			{name: "chains of a campaign, refunded", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=refunded&campaign_id=" + cmp.CampaignID }},
 			{name: "balance", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/balance" }},
 			{name: "campaigns", key: adv.APIKey, path: func() string { return "/v1/campaigns" }},
 			{name: "score", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/score" }},

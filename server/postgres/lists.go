@@ -94,18 +94,48 @@ func (t *tx) AuditPage(ctx context.Context, p *cursor.Position, limit int) ([]ap
 	return out, wrap(err, "reading the audit log")
 }
 
-// ChainPage reads each side through its index ((publisher_app_id,
-// created_at), (advertiser_app_id, created_at)); without a role it merges
-// the two sides' pages.
+// ChainPage reads a page of q's chains (ChainsQuery).
 func (t *tx) ChainPage(ctx context.Context, q attribution.ChainQuery) ([]attribution.Chain, error) {
+	query, a := ChainsQuery(q)
+	var out []attribution.Chain
+	err := t.query(ctx, query, a, func(rows pgx.Rows) error {
+		c, err := scanChain(rows)
+		out = append(out, c)
+		return err
+	})
+	return out, wrap(err, "listing chains")
+}
+
+// ChainsQuery is the statement of a chain page (exported for the plan
+// tests). Each side is a keyset read of the index that leads with the
+// filters given, so that a page reads about as many chains as it returns
+// whatever the app's history holds (00044_chain_list_indexes.sql): the
+// side's (app, created_at) without a filter, (app, state, created_at, id)
+// with a state, (campaign_id, created_at, id) with a campaign and
+// (campaign_id, state, created_at, id) with both. A campaign of another
+// app reads nothing on the advertiser side: the ownership test is a
+// one-time filter before the scan. Without a role it merges the two sides'
+// pages. (attribution.ListChains reads a campaign's advertiser side only.)
+func ChainsQuery(q attribution.ChainQuery) (string, []any) {
 	var a args
 	side := func(column string) string {
-		s := `(` + selectChains + ` WHERE ` + column + ` = ` + a.add(q.AppID)
+		var s string
+		if q.CampaignID != "" && column == "advertiser_app_id" {
+			// A chain's advertiser is its campaign's app, so the campaign's
+			// owner stands for the side's column: with both, the planner
+			// (which takes them for independent) would AND the campaign's
+			// index with the whole of the advertiser's.
+			campaign := a.add(q.CampaignID)
+			s = `(` + selectChains + ` WHERE campaign_id = ` + campaign +
+				` AND EXISTS (SELECT 1 FROM campaigns WHERE id = ` + campaign + ` AND app_id = ` + a.add(q.AppID) + `)`
+		} else {
+			s = `(` + selectChains + ` WHERE ` + column + ` = ` + a.add(q.AppID)
+			if q.CampaignID != "" {
+				s += ` AND campaign_id = ` + a.add(q.CampaignID)
+			}
+		}
 		if q.State != "" {
 			s += ` AND state = ` + a.add(string(q.State))
-		}
-		if q.CampaignID != "" {
-			s += ` AND campaign_id = ` + a.add(q.CampaignID)
 		}
 		return s + a.before(q.After) + ` ORDER BY created_at DESC, id DESC LIMIT ` + a.add(q.Limit) + `)`
 	}
@@ -118,13 +148,7 @@ func (t *tx) ChainPage(ctx context.Context, q attribution.ChainQuery) ([]attribu
 	default:
 		query = side("publisher_app_id") + ` UNION ` + side("advertiser_app_id") + ` ORDER BY created_at DESC, id DESC LIMIT ` + a.add(q.Limit)
 	}
-	var out []attribution.Chain
-	err := t.query(ctx, query, a, func(rows pgx.Rows) error {
-		c, err := scanChain(rows)
-		out = append(out, c)
-		return err
-	})
-	return out, wrap(err, "listing chains")
+	return query, a
 }
 
 func (t *tx) LedgerBalance(ctx context.Context, account string) (int64, error) {

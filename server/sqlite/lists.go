@@ -21,8 +21,10 @@ func after(p *cursor.Position, prefix string) (string, []any) {
 	if p == nil {
 		return "", nil
 	}
-	at := micros(p.CreatedAt)
-	return ` AND (` + prefix + `created_at < ? OR (` + prefix + `created_at = ? AND ` + prefix + `id < ?))`, []any{at, at, p.ID}
+	// A row value, which SQLite turns into a range of the index's
+	// (created_at, id) (the OR of the two comparisons it reads as a filter,
+	// so a deep page walked every row before it).
+	return ` AND (` + prefix + `created_at, ` + prefix + `id) < (?, ?)`, []any{micros(p.CreatedAt), p.ID}
 }
 
 // AppPage reads oldest first: by the index apps_status_created with a
@@ -99,33 +101,9 @@ func (t *tx) AuditPage(ctx context.Context, p *cursor.Position, limit int) ([]ap
 	return out, wrap(rows.Err())
 }
 
-// ChainPage reads each side through its index ((publisher_app_id,
-// created_at), (advertiser_app_id, created_at)); without a role it merges
-// the two sides' pages.
+// ChainPage reads a page of q's chains (chainsQuery).
 func (t *tx) ChainPage(ctx context.Context, q attribution.ChainQuery) ([]attribution.Chain, error) {
-	side := func(column string) (string, []any) {
-		s, args := selectChains+` WHERE `+column+` = ?`, []any{q.AppID}
-		if q.State != "" {
-			s, args = s+` AND state = ?`, append(args, string(q.State))
-		}
-		if q.CampaignID != "" {
-			s, args = s+` AND campaign_id = ?`, append(args, q.CampaignID)
-		}
-		cond, more := after(q.After, "")
-		return `SELECT * FROM (` + s + cond + ` ORDER BY created_at DESC, id DESC LIMIT ?)`, append(append(args, more...), q.Limit)
-	}
-	var query string
-	var args []any
-	switch q.Role {
-	case attribution.RolePublisher:
-		query, args = side("publisher_app_id")
-	case attribution.RoleAdvertiser:
-		query, args = side("advertiser_app_id")
-	default:
-		pub, pargs := side("publisher_app_id")
-		adv, aargs := side("advertiser_app_id")
-		query, args = pub+` UNION `+adv+` ORDER BY created_at DESC, id DESC LIMIT ?`, append(append(pargs, aargs...), q.Limit)
-	}
+	query, args := chainsQuery(q)
 	rows, err := t.tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(err)
@@ -140,6 +118,47 @@ func (t *tx) ChainPage(ctx context.Context, q attribution.ChainQuery) ([]attribu
 		out = append(out, c)
 	}
 	return out, wrap(rows.Err())
+}
+
+// chainsQuery is the statement of a chain page. Each side is a keyset read
+// of the index that leads with the filters given, so that a page reads
+// about as many chains as it returns whatever the app's history holds
+// (00044_chain_list_indexes.sql, and PostgreSQL's ChainsQuery): the side's
+// (app, created_at) without a filter, (app, state, created_at, id) with a
+// state, (campaign_id, created_at, id) with a campaign and
+// (campaign_id, state, created_at, id) with both. A campaign of another
+// app reads nothing on the advertiser side: the ownership test is a
+// constant, evaluated once before the scan. Without a role it merges the
+// two sides' pages.
+func chainsQuery(q attribution.ChainQuery) (string, []any) {
+	side := func(column string) (string, []any) {
+		var s string
+		var args []any
+		if q.CampaignID != "" && column == "advertiser_app_id" {
+			// A chain's advertiser is its campaign's app, so the campaign's
+			// owner stands for the side's column (PostgreSQL's ChainsQuery).
+			s, args = selectChains+` WHERE campaign_id = ? AND EXISTS (SELECT 1 FROM campaigns WHERE id = ? AND app_id = ?)`, []any{q.CampaignID, q.CampaignID, q.AppID}
+		} else {
+			s, args = selectChains+` WHERE `+column+` = ?`, []any{q.AppID}
+			if q.CampaignID != "" {
+				s, args = s+` AND campaign_id = ?`, append(args, q.CampaignID)
+			}
+		}
+		if q.State != "" {
+			s, args = s+` AND state = ?`, append(args, string(q.State))
+		}
+		cond, more := after(q.After, "")
+		return `SELECT * FROM (` + s + cond + ` ORDER BY created_at DESC, id DESC LIMIT ?)`, append(append(args, more...), q.Limit)
+	}
+	switch q.Role {
+	case attribution.RolePublisher:
+		return side("publisher_app_id")
+	case attribution.RoleAdvertiser:
+		return side("advertiser_app_id")
+	}
+	pub, pargs := side("publisher_app_id")
+	adv, aargs := side("advertiser_app_id")
+	return pub + ` UNION ` + adv + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(append(pargs, aargs...), q.Limit)
 }
 
 func (t *tx) LedgerBalance(ctx context.Context, account string) (int64, error) {
