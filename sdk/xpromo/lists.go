@@ -110,7 +110,7 @@ const (
 type ChainListParams struct {
 	State      ChainState // "": every state
 	Role       ChainRole  // "": either side
-	CampaignID string     // "": every campaign
+	CampaignID string     // "": every campaign; else one of the app's own (its advertiser side: another app's matches nothing)
 	PageParams
 }
 
