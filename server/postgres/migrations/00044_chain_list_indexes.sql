@@ -1,3 +1,4 @@
+-- +goose NO TRANSACTION
 -- +goose Up
 -- Indexes that match every filter of GET /v1/chains (postgres.ChainsQuery).
 -- The dashboard's installs page filters an app's chains by state (and by
@@ -12,13 +13,26 @@
 -- entry to each (the chains' updates are not HOT already: state is in
 -- other indexes' keys and predicates); measured in BENCHMARKS.md
 -- ("Chain lists that match their filters").
-CREATE INDEX chains_advertiser_state ON chains (advertiser_app_id, state, created_at, id);
-CREATE INDEX chains_publisher_state ON chains (publisher_app_id, state, created_at, id);
-CREATE INDEX chains_campaign_created ON chains (campaign_id, created_at, id);
-CREATE INDEX chains_campaign_state ON chains (campaign_id, state, created_at, id);
+--
+-- Built CONCURRENTLY, outside a transaction (hence NO TRANSACTION, on the
+-- first line): a year of chains is millions of rows, and a plain CREATE
+-- INDEX would hold off every claim, click and settlement (its lock blocks
+-- writes to chains) for as long as the four builds take, while the
+-- instances still on the previous release keep serving. A build that fails
+-- (or a process killed during it) leaves an invalid index behind and the
+-- migration unrecorded, so each index is first dropped if it exists, and
+-- the rerun at the next start begins again.
+DROP INDEX CONCURRENTLY IF EXISTS chains_advertiser_state;
+CREATE INDEX CONCURRENTLY chains_advertiser_state ON chains (advertiser_app_id, state, created_at, id);
+DROP INDEX CONCURRENTLY IF EXISTS chains_publisher_state;
+CREATE INDEX CONCURRENTLY chains_publisher_state ON chains (publisher_app_id, state, created_at, id);
+DROP INDEX CONCURRENTLY IF EXISTS chains_campaign_created;
+CREATE INDEX CONCURRENTLY chains_campaign_created ON chains (campaign_id, created_at, id);
+DROP INDEX CONCURRENTLY IF EXISTS chains_campaign_state;
+CREATE INDEX CONCURRENTLY chains_campaign_state ON chains (campaign_id, state, created_at, id);
 
 -- +goose Down
-DROP INDEX chains_campaign_state;
-DROP INDEX chains_campaign_created;
-DROP INDEX chains_publisher_state;
-DROP INDEX chains_advertiser_state;
+DROP INDEX CONCURRENTLY IF EXISTS chains_campaign_state;
+DROP INDEX CONCURRENTLY IF EXISTS chains_campaign_created;
+DROP INDEX CONCURRENTLY IF EXISTS chains_publisher_state;
+DROP INDEX CONCURRENTLY IF EXISTS chains_advertiser_state;
