@@ -15,6 +15,7 @@ import (
 	"github.com/xpromo/xpromo/server/complaints"
 	"github.com/xpromo/xpromo/server/cursor"
 	"github.com/xpromo/xpromo/server/ledger"
+	"github.com/xpromo/xpromo/server/market"
 	"github.com/xpromo/xpromo/server/payments"
 	"github.com/xpromo/xpromo/server/storage"
 )
@@ -185,6 +186,11 @@ func testChainPage(t *testing.T, s storage.Store) {
 		{"ch_3", "app_me", "app_a", "cmp_a", attribution.StateCleared, 1}, // same instant as ch_2
 		{"ch_4", "app_p", "app_a", "cmp_x", attribution.StateCleared, 2},  // not the app's
 		{"ch_5", "app_p", "app_me", "cmp_me", attribution.StateCleared, 3},
+	}
+	// The campaigns' owners: a campaign filter reads the owner's side.
+	for id, app := range map[string]string{"cmp_a": "app_a", "cmp_me": "app_me", "cmp_x": "app_a"} {
+		insertCampaign(t, s, market.Campaign{ID: id, AppID: app, Categories: []string{"games"}, DailyBudgetCents: 1000,
+			Status: xpromo.CampaignStatusActive, CreatedAt: whStart, UpdatedAt: whStart})
 	}
 	update(t, s, func(ctx context.Context, tx storage.Tx) error {
 		for _, r := range rows {
