@@ -39,16 +39,7 @@ func TestGaugeQueriesUseTheirIndexes(t *testing.T) {
 		if strings.Contains(query, "$1") {
 			args = []any{now}
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
-		text := strings.Join(plan, "\n")
+		text := explain(t, conn, query, args...)
 		t.Logf("%s:\n%s", name, text)
 		for _, idx := range want[name] {
 			assert.Contains(t, text, " "+idx, name)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/xpromo/xpromo/server/attribution"
@@ -49,16 +50,7 @@ FROM generate_series(1, 20000) s`, account, start, len(app)*0+int(app[4]-'0')*10
 		"to and cursor": {Before: mid, AfterSeq: 5000, Limit: 101},
 	} {
 		query, args := postgres.LinesQuery(ledger.Wallet("app_1"), q)
-		rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan = append(plan, line)
-		}
-		require.NoError(t, rows.Err())
-		text := strings.Join(plan, "\n")
+		text := explain(t, conn, query, args...)
 		t.Logf("%s:\n%s", name, text)
 		require.Contains(t, text, "Index Scan using ledger_lines_account_id_seq_key on ledger_lines", name)
 		require.NotContains(t, text, "Seq Scan", name)
@@ -124,16 +116,7 @@ LATERAL (SELECT CASE WHEN s % 200 = 0 THEN 'activated_48h' WHEN s % 20 = 1 THEN 
 			_, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode)
 			require.NoError(t, err)
 			query, args := postgres.ChainsQuery(c.q)
-			rows, err := conn.Query(ctx, "EXPLAIN "+query, args...)
-			require.NoError(t, err)
-			var plan []string
-			for rows.Next() {
-				var line string
-				require.NoError(t, rows.Scan(&line))
-				plan = append(plan, line)
-			}
-			require.NoError(t, rows.Err())
-			text := strings.Join(plan, "\n")
+			text := explain(t, conn, query, args...)
 			name := c.name + " (" + mode + ")"
 			t.Logf("%s:\n%s", name, text)
 			require.NotContains(t, text, "Seq Scan on chains", name)
@@ -150,4 +133,20 @@ LATERAL (SELECT CASE WHEN s % 200 = 0 THEN 'activated_48h' WHEN s % 20 = 1 THEN 
 			}
 		}
 	}
+}
+
+// explain returns PostgreSQL's plan of query with args, a line of text per
+// node, as EXPLAIN prints it.
+func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "EXPLAIN "+query, args...)
+	require.NoError(t, err)
+	var plan []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(plan, "\n")
 }

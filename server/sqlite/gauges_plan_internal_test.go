@@ -39,17 +39,7 @@ func TestGaugeQueriesUseTheirIndexes(t *testing.T) {
 		{"runnable jobs", runnableJobsQuery, []any{now, now}, []string{"jobs_queued", "jobs_leases"}},
 		{"due settlements", dueSettlementsQuery, []any{now, now}, []string{"chains_due_activated", "chains_due_installed"}},
 	} {
-		rows, err := raw.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
+		plan := explainPlan(t, raw, c.query, c.args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", c.name, text)
 		for _, idx := range c.indexes {

@@ -36,17 +36,7 @@ func TestLedgerPagePlanIsASeek(t *testing.T) {
 		"to and cursor": {Before: day, AfterSeq: 5000, Limit: 101},
 	} {
 		query, args := linesQuery(ledger.Wallet("app_1"), q)
-		rows, err := raw.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
+		plan := explainPlan(t, raw, query, args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", name, text)
 		require.Contains(t, plan[0], "SEARCH ledger_lines USING INDEX sqlite_autoindex_ledger_lines_2 (account_id=? AND seq>?", name)
@@ -88,17 +78,7 @@ func TestChainPagePlansFollowTheFilters(t *testing.T) {
 	} {
 		c.q.AppID, c.q.Limit = "app_1", 101
 		query, args := chainsQuery(c.q)
-		rows, err := raw.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
+		plan := explainPlan(t, raw, query, args...)
 		text := strings.Join(plan, "\n")
 		t.Logf("%s:\n%s", c.name, text)
 		require.NotContains(t, text, "SCAN chains", c.name)
@@ -114,4 +94,22 @@ func TestChainPagePlansFollowTheFilters(t *testing.T) {
 			require.Contains(t, text, "(created_at,id)<(?,?))", c.name)
 		}
 	}
+}
+
+// explainPlan returns SQLite's plan of query with args, the detail of each
+// step of EXPLAIN QUERY PLAN.
+func explainPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	return plan
 }
