@@ -103,7 +103,10 @@ func TestHistoryReads(t *testing.T) {
 		}
 
 		plain := &http.Client{}
-		get := func(path, key string) (time.Duration, error) {
+		// get times one read and counts the bytes of its body: a page of
+		// 100 on the full store against a few rows on the empty one is
+		// what most of a p99's growth is, so the table shows both.
+		get := func(path, key string) (time.Duration, int64, error) {
 			req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
 			if key != "" {
 				req.Header.Set("Authorization", "Bearer "+key)
@@ -111,15 +114,15 @@ func TestHistoryReads(t *testing.T) {
 			t0 := time.Now()
 			res, err := plain.Do(req)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			_, err = io.Copy(io.Discard, res.Body)
+			n, err := io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			d := time.Since(t0)
 			if res.StatusCode != http.StatusOK {
-				return d, fmt.Errorf("GET %s: %d", path, res.StatusCode)
+				return d, n, fmt.Errorf("GET %s: %d", path, res.StatusCode)
 			}
-			return d, err
+			return d, n, err
 		}
 		type read struct {
 			name, key string
@@ -157,27 +160,32 @@ func TestHistoryReads(t *testing.T) {
 			{name: "campaigns", key: adv.APIKey, path: func() string { return "/v1/campaigns" }},
 			{name: "score", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/score" }},
 		}
-		measure := func() map[string][2]time.Duration {
-			out := map[string][2]time.Duration{}
+		type figure struct {
+			p50, p99 time.Duration
+			bytes    int64 // of the last read's body
+		}
+		measure := func() map[string]figure {
+			out := map[string]figure{}
 			for _, r := range list {
 				if reads == 0 {
 					break
 				}
 				var ds []time.Duration
+				var n int64
 				for range reads {
 					if r.before != nil {
 						r.before()
 					}
-					d, err := get(r.path(), r.key)
+					d, size, err := get(r.path(), r.key)
 					require.NoError(t, err, r.name)
-					ds = append(ds, d)
+					ds, n = append(ds, d), size
 				}
 				slices.Sort(ds)
-				out[r.name] = [2]time.Duration{loadgen.Percentile(ds, 50), loadgen.Percentile(ds, 99)}
+				out[r.name] = figure{loadgen.Percentile(ds, 50), loadgen.Percentile(ds, 99), n}
 			}
 			return out
 		}
-		empty := map[string][2]time.Duration{}
+		empty := map[string]figure{}
 		sz := kept.Sizes
 		if !kept.reused {
 			ledgerMid, ledgerEnd = day(0), day(0)
@@ -248,10 +256,11 @@ func TestHistoryReads(t *testing.T) {
 			name, scale, sz.Apps, sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected, sz.Fills, sz.FillRows, sz.LedgerOps, sz.Events, sz.Attempts, sz.Took.Round(time.Second))
 		fmt.Fprintf(&b, "storage: %.1f MB in all (tables and indexes), %d bytes per cleared install (%d cleared); largest: %s\n",
 			float64(total)/1e6, total/max(1, sz.Cleared), sz.Cleared, strings.Join(tables, ", "))
-		fmt.Fprintf(&b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty | bytes empty / full |\n|---|---|---|---|---|\n")
 		for _, r := range list {
 			em, fu := empty[r.name], full[r.name]
-			fmt.Fprintf(&b, "| %s | %.2f / %.2f | %.2f / %.2f | %.1f× |\n", r.name, ms(em[0]), ms(em[1]), ms(fu[0]), ms(fu[1]), float64(fu[1])/float64(max(em[1], time.Microsecond)))
+			fmt.Fprintf(&b, "| %s | %.2f / %.2f | %.2f / %.2f | %.1f× | %d / %d |\n", r.name, ms(em.p50), ms(em.p99), ms(fu.p50), ms(fu.p99),
+				float64(fu.p99)/float64(max(em.p99, time.Microsecond)), em.bytes, fu.bytes)
 		}
 		if writeRuns != nil {
 			writeTable(&b, writeRuns)
