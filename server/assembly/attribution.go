@@ -183,12 +183,7 @@ const DefaultSweepInterval = 5 * time.Second
 // instances may run it at once (the sweep claims disjoint batches; a chain
 // is clawed back once, whoever reviews).
 func (s *Server) RunBackground(ctx context.Context) {
-	every := s.cfg.SweepInterval
-	if every <= 0 {
-		every = DefaultSweepInterval
-	}
-	log := s.cfg.Logger
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(s.sweepInterval())
 	defer tick.Stop()
 	review := time.NewTicker(s.cfg.Lifecycle.WithDefaults().ReviewEvery)
 	defer review.Stop()
@@ -196,30 +191,65 @@ func (s *Server) RunBackground(ctx context.Context) {
 		res, err := s.Attribution.Sweep(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			log.Warn("attribution sweep", slog.String("error", err.Error()))
+			s.cfg.Logger.Warn("attribution sweep", slog.String("error", err.Error()))
 		case res.Cleared+res.Refunded+res.Failed > 0:
-			log.Info("attribution sweep", slog.Int("cleared", res.Cleared), slog.Int("refunded", res.Refunded), slog.Int("failed", res.Failed))
+			s.cfg.Logger.Info("attribution sweep", slog.Int("cleared", res.Cleared), slog.Int("refunded", res.Refunded), slog.Int("failed", res.Failed))
 		}
-		if err := s.Attribution.FlushFills(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("storing fill counts", slog.String("error", err.Error()))
-		}
+		s.flushFills(ctx)
 	}
 	sweep()
 	s.review(ctx)
 	for {
 		select {
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			if err := s.Attribution.FlushFills(fctx); err != nil {
-				log.Warn("storing fill counts at shutdown", slog.String("error", err.Error()))
-			}
-			cancel()
+			s.flushFillsAtShutdown(ctx)
 			return
 		case <-review.C:
 			s.review(ctx)
 		case <-tick.C:
 			sweep()
 		}
+	}
+}
+
+// RunFillCounts is the background work of an instance that runs none
+// other (--background=none): it stores the fills this process counted,
+// every SweepInterval and at shutdown, as RunBackground does between its
+// sweeps. No other instance can: the counts are in this one's memory.
+func (s *Server) RunFillCounts(ctx context.Context) {
+	tick := time.NewTicker(s.sweepInterval())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.flushFillsAtShutdown(ctx)
+			return
+		case <-tick.C:
+			s.flushFills(ctx)
+		}
+	}
+}
+
+func (s *Server) sweepInterval() time.Duration {
+	if s.cfg.SweepInterval <= 0 {
+		return DefaultSweepInterval
+	}
+	return s.cfg.SweepInterval
+}
+
+func (s *Server) flushFills(ctx context.Context) {
+	if err := s.Attribution.FlushFills(ctx); err != nil && ctx.Err() == nil {
+		s.cfg.Logger.Warn("storing fill counts", slog.String("error", err.Error()))
+	}
+}
+
+// flushFillsAtShutdown stores what is left once ctx has ended, within 5
+// seconds.
+func (s *Server) flushFillsAtShutdown(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.Attribution.FlushFills(fctx); err != nil {
+		s.cfg.Logger.Warn("storing fill counts at shutdown", slog.String("error", err.Error()))
 	}
 }
 

@@ -86,6 +86,11 @@ type config struct {
 	// PprofAddr: a loopback address serving net/http/pprof (profiling
 	// under load, BENCHMARKS.md); empty: none.
 	PprofAddr string
+	// NoBackground (--background=none): the instance answers requests and
+	// stores its own fill counts, and leaves the sweep, the review, the
+	// job queue, deliveries, recoveries and purges to the other instances
+	// (docs/operations.md, "Instances that only answer").
+	NoBackground bool
 	// The reputation signals' sources (docs/reputation.md, "The scoring job").
 	Scoring assembly.ScoringConfig
 	// Guard: the process's memory limit, body slots and read deadlines
@@ -160,6 +165,7 @@ var settings = []setting{
 	{flag: "group-commit", env: "XPROMO_GROUP_COMMIT", def: "auto", usage: "let concurrent install claims share database transactions, each in a savepoint and answered after the shared commit (docs/ledger.md): true, false, or auto (SQLite: true; PostgreSQL: false, where it measured slower)", serveOnly: true},
 	{flag: "group-commit-batch", env: "XPROMO_GROUP_COMMIT_BATCH", def: "0", usage: "most claims in one shared transaction; 0: the store's default (SQLite 256, PostgreSQL 32)", serveOnly: true},
 	{flag: "group-commit-in-flight", env: "XPROMO_GROUP_COMMIT_IN_FLIGHT", def: "0", usage: "PostgreSQL: shared transactions running at once; 0: the default (4). SQLite always runs one (one writer)", serveOnly: true},
+	{flag: "background", env: "XPROMO_BACKGROUND", def: "all", usage: "all: this instance also runs the background work (clearing sweep, lifecycle review, job queue, webhook deliveries, recoveries, purges); none: it only answers requests and stores its own fill counts, for a pool of instances that serve fills on cores of their own while others run the rest (PostgreSQL only; docs/operations.md)", serveOnly: true},
 	{flag: "pprof-addr", env: "XPROMO_PPROF_ADDR", def: "", usage: "loopback address (127.0.0.1:port) serving Go's profiler at /debug/pprof/ for profiling under load; empty: off", serveOnly: true},
 	// The process guard (docs/operations.md, "The process guard").
 	{flag: "memory-limit", env: "XPROMO_MEMORY_LIMIT", def: "auto", usage: "the Go runtime's soft memory limit this process sets itself: a size (e.g. 2GiB, 512MiB), off, or auto (GOMEMLIMIT when set, else 3/4 of the cgroup's or the machine's memory)", serveOnly: true},
@@ -398,6 +404,17 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 			return cfg, usagef("%s: %q is not a number from 0 (the default) to 1024", source[name], get(name))
 		}
 		*dst = n
+	}
+	switch v := get("background"); v {
+	case "all":
+	case "none":
+		// One embedded store has one process: nothing else would sweep.
+		if cfg.DatabaseURL == "" {
+			return cfg, usagef("%s: none needs --database-url: the embedded store has no other instance to run the background work", source["background"])
+		}
+		cfg.NoBackground = true
+	default:
+		return cfg, usagef("%s: %q is not all or none", source["background"], v)
 	}
 	concurrency, err := strconv.Atoi(get("job-concurrency"))
 	if err != nil || concurrency < 1 || concurrency > maxJobConcurrency {

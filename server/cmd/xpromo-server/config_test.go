@@ -275,6 +275,22 @@ func TestConfigPprofAddrLoopbackOnly(t *testing.T) {
 	}
 }
 
+// --background: all by default; none only beside a database other
+// instances share (the embedded store has no other instance to sweep).
+func TestConfigBackground(t *testing.T) {
+	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.False(t, cfg.NoBackground)
+	pg := "postgres://xpromo@db.example/xpromo"
+	cfg, err = parseConfig("serve", []string{"--database-url", pg}, envMap(map[string]string{"XPROMO_BACKGROUND": "none"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.True(t, cfg.NoBackground)
+	_, err = parseConfig("serve", []string{"--background", "none"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, "none needs --database-url")
+	_, err = parseConfig("serve", []string{"--database-url", pg, "--background", "fills"}, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, `"fills" is not all or none`)
+}
+
 // The failover bounds: defaults, overrides, and bad values refused.
 func TestConfigFailoverTimeouts(t *testing.T) {
 	cfg, err := parseConfig("serve", nil, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})

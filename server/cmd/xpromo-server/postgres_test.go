@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -85,4 +86,45 @@ func TestLedgerVerifyUnreachablePostgres(t *testing.T) {
 	assert.Equal(t, exitFail, code)
 	assert.Contains(t, stderr.String(), "opening PostgreSQL at postgres://u@127.0.0.1:1/x")
 	assert.NotContains(t, stderr.String(), "pw-secret")
+}
+
+// An instance started with --background=none answers requests and runs no
+// background work: an app registered through it gets its vetting job
+// queued, and the job waits until an instance with all (the default)
+// claims it.
+func TestServePostgresBackgroundNone(t *testing.T) {
+	dbURL := newPostgresURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL}
+	base, logs, stopNone := startServe(t, []string{"--background", "none"}, env)
+	defer func() { stopNone() }()
+	require.NotNil(t, logs.find("background work off: this instance answers requests and stores its fill counts only"))
+	body := `{"name":"Snip","platform":"mac","bundle_id":"com.example.snip","domain":"example.com",` +
+		`"download_url":"https://example.com/Snip.zip","contact_email":"dev@example.com"}`
+	res, err := http.Post(base+"/v1/apps", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusCreated, res.StatusCode, string(b))
+
+	db, err := pgx.Connect(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer db.Close(t.Context())
+	// jobs is the queue as the store holds it: each job's status and when it
+	// may run next (a run that fails puts it back with a later run_after).
+	jobs := func() string {
+		var out string
+		require.NoError(t, db.QueryRow(t.Context(), `SELECT coalesce(string_agg(kind || ' ' || status || ' ' || run_after::text, ', ' ORDER BY id), '') FROM jobs`).Scan(&out))
+		return out
+	}
+	queued := jobs()
+	require.Contains(t, queued, "gate queued", "the registration queues its vetting")
+	// The queue is polled every 2 seconds (and at start): an instance that
+	// ran it would have claimed the jobs by now.
+	time.Sleep(3 * time.Second)
+	require.Equal(t, queued, jobs(), "an instance with --background=none touched the job queue")
+
+	_, _, stopAll := startServe(t, nil, env)
+	defer stopAll()
+	require.Eventually(t, func() bool { return jobs() != queued }, 20*time.Second, 50*time.Millisecond,
+		"an instance with --background=all runs the queued jobs")
 }

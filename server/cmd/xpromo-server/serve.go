@@ -153,22 +153,28 @@ func (p *program) serve(ctx context.Context, args []string) error {
 	// Background work stops with ctx, before the store is closed.
 	bg, stopBackground := context.WithCancel(ctx)
 	var background sync.WaitGroup
-	background.Go(func() { assembly.RunIdempotencyPurge(bg, wcfg, st, 0) })
-	// What is kept only for a while (fill counts by day): hourly, in batches.
-	background.Go(func() { assembly.RunRetention(bg, wcfg, st, 0) })
-	background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
-	// x402 settlements the facilitator did not answer: every minute.
-	background.Go(func() { built.RunX402Reconciliation(bg, 0) })
-	// Pending payouts: resolved at start, then every minute.
-	background.Go(func() { built.RunPayoutRecovery(bg, 0) })
-	// Open checkout sessions whose webhook never came: asked about every 5
-	// minutes (live mode; the test provider has none).
-	background.Go(func() { built.RunCheckoutReconciliation(bg, 0) })
-	// Webhooks: dispatch, delivery with retries, the 30-day purge.
-	background.Go(func() { built.RunWebhooks(bg) })
-
-	// The job queue (vetting gate, scoring): jobs of the kinds with a handler.
-	background.Go(func() { built.RunJobs(bg) })
+	if cfg.NoBackground {
+		// Fill counts live in this process until it stores them: only it
+		// can. Everything else is the other instances' (--background).
+		log.Info("background work off: this instance answers requests and stores its fill counts only")
+		background.Go(func() { built.RunFillCounts(bg) })
+	} else {
+		background.Go(func() { assembly.RunIdempotencyPurge(bg, wcfg, st, 0) })
+		// What is kept only for a while (fill counts by day): hourly, in batches.
+		background.Go(func() { assembly.RunRetention(bg, wcfg, st, 0) })
+		background.Go(func() { built.RunBackground(bg) }) // attribution: the clearing sweep, fill counts
+		// x402 settlements the facilitator did not answer: every minute.
+		background.Go(func() { built.RunX402Reconciliation(bg, 0) })
+		// Pending payouts: resolved at start, then every minute.
+		background.Go(func() { built.RunPayoutRecovery(bg, 0) })
+		// Open checkout sessions whose webhook never came: asked about every 5
+		// minutes (live mode; the test provider has none).
+		background.Go(func() { built.RunCheckoutReconciliation(bg, 0) })
+		// Webhooks: dispatch, delivery with retries, the 30-day purge.
+		background.Go(func() { built.RunWebhooks(bg) })
+		// The job queue (vetting gate, scoring): jobs of the kinds with a handler.
+		background.Go(func() { built.RunJobs(bg) })
+	}
 	defer func() { stopBackground(); background.Wait() }()
 
 	if cfg.PprofAddr != "" {
