@@ -38,7 +38,7 @@ PKGS = $(eval PKGS := $(strip $(foreach m,$(MODULES),$(if $(shell $(GO) list $(m
 # examples/ holds sample programs, not product binaries.
 MAIN_PKGS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $(filter-out ./examples/...,$(PKGS)) 2>/dev/null | grep /cmd/ || true)
 
-.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen history crashtest capi capi-test capi-windows mcp-conformance fuzz failovertest screenshots
+.PHONY: help run test test-soak ceilings bench lint build conformance clean guide demo loadgen loadgen-split history crashtest capi capi-test capi-windows mcp-conformance fuzz failovertest screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -137,6 +137,9 @@ demo: ## one paid install end to end (examples/desktop-app) against a fresh test
 # on a fresh PostgreSQL database created (and dropped) on that server.
 loadgen: ceilings ## load test of fills, install claims and ledger reads over HTTP (LOADGEN_ARGS, LOADGEN_DATABASE_URL), beside the ceilings of the same run
 	LOADGEN_CEILINGS=bin/ceilings.json GO=$(GO) ./server/cmd/xpromo-loadgen/run.sh
+
+loadgen-split: ## PostgreSQL (LOADGEN_DATABASE_URL): open-loop fills while claims run, on one shared instance, then on an instance of their own (--background=none) pinned apart from the claims' (split.sh)
+	GO=$(GO) ./server/cmd/xpromo-loadgen/split.sh
 
 # A year of a busy network (server/loadgen/history.go) written into a fresh
 # store of each kind, with the person-facing GETs timed over HTTP before and

@@ -28,8 +28,8 @@ const MaxClockOffset = 100 * MaxClockAdvance
 // A test-mode server built by Build keeps the offset in its store
 // (server/testmode): a restarted process starts where the last one was,
 // and instances on one store add their advances up (an instance learns of
-// another's advance when it starts or advances itself). NewClock alone
-// keeps it in the process.
+// another's advance when it starts, advances itself or is asked for the
+// clock: Sync). NewClock alone keeps it in the process.
 type Clock struct {
 	base   func() time.Time
 	test   bool
@@ -118,6 +118,29 @@ func (c *Clock) Advance(ctx context.Context, d time.Duration) (time.Time, time.D
 	total = max(total, c.Offset()+d)
 	txunit.AfterCommit(ctx, func() { c.moveTo(total) })
 	return c.base().Add(total), total, nil
+}
+
+// Sync raises a kept clock's offset to the stored one, which holds the
+// advances of every instance on the store: GET /v1/admin/clock calls it,
+// so a client that advanced the clock through one instance brings another
+// up to date by reading its clock. A clock not kept reads nothing.
+func (c *Clock) Sync(ctx context.Context) error {
+	c.mu.Lock()
+	store := c.store
+	c.mu.Unlock()
+	if !c.test || store == nil {
+		return nil
+	}
+	var stored time.Duration
+	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+		stored, err = tx.TestClockOffset(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.moveTo(stored)
+	return nil
 }
 
 // moveTo raises the offset to total, never lowering it.

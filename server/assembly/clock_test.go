@@ -74,6 +74,14 @@ func TestTestModeKeptInStore(t *testing.T) {
 		_, _, err = first.Clock.Advance(ctx, time.Second)
 		require.NoError(t, err)
 		assert.Equal(t, 49*time.Hour+time.Minute+time.Second, first.Clock.Offset())
+		// An instance that only reads the clock learns of the others'
+		// advances when asked for it (GET /v1/admin/clock syncs first).
+		reader := build(assembly.Config{})
+		_, _, err = first.Clock.Advance(ctx, 72*time.Hour)
+		require.NoError(t, err)
+		assert.Equal(t, 49*time.Hour+time.Minute+time.Second, reader.Clock.Offset(), "not yet")
+		require.NoError(t, reader.Clock.Sync(ctx))
+		assert.Equal(t, first.Clock.Offset(), reader.Clock.Offset())
 
 		configured := build(assembly.Config{OfferSecret: strings.Repeat("c", 32)})
 		assert.NotEqual(t, first.Attribution.MACKey.ID, configured.Attribution.MACKey.ID, "a configured secret wins")

@@ -25,6 +25,9 @@ type TestClock interface {
 	// Advance answers the new time and offset (a kept clock moves once the
 	// request's unit of work has committed).
 	Advance(ctx context.Context, d time.Duration) (now time.Time, offset time.Duration, err error)
+	// Sync catches a kept clock up with the advances other instances of
+	// its store made since (GET /v1/admin/clock asks it first).
+	Sync(ctx context.Context) error
 }
 
 // FillPolicy is the per-app budget of POST /v1/sdk/fill, on top of the
@@ -334,6 +337,10 @@ func (s *Server) clockState() xpromo.ClockState {
 }
 
 func (s *Server) getClock(w http.ResponseWriter, r *http.Request) {
+	if err := s.services.Clock.Sync(r.Context()); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, s.clockState())
 }
 
