@@ -45,11 +45,24 @@ func (g *generator) openFillers() []*App { return g.f.Fillers[ScenarioFill] }
 // open-mixed, rounds of claims and sweeps beside them. It returns the time
 // measured.
 func (g *generator) open(ctx context.Context, d time.Duration) (time.Duration, error) {
-	u, err := url.Parse(g.cfg.BaseURL)
+	target := g.cfg.BaseURL
+	if g.cfg.FillURL != "" {
+		if g.cfg.FillOp == nil {
+			return 0, errors.New("loadgen: a fill URL needs an admin client of its instance (FillOp) to keep its test clock")
+		}
+		target = g.cfg.FillURL
+	}
+	u, err := url.Parse(target)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return 0, fmt.Errorf("loadgen: the open-loop fills need an http:// base URL, not %q", g.cfg.BaseURL)
+		return 0, fmt.Errorf("loadgen: the open-loop fills need an http:// URL, not %q", target)
 	}
 	g.host = u.Host
+	if g.cfg.FillOp != nil {
+		// The setup moved the clock through BaseURL's instance.
+		if _, err := g.cfg.FillOp.AdminGetClock(ctx); err != nil {
+			return 0, fmt.Errorf("loadgen: reading the fills' instance's clock: %w", err)
+		}
+	}
 	if _, err := g.signed.next(g); err != nil { // signed before the clock starts
 		return 0, err
 	}
@@ -261,6 +274,12 @@ func (g *generator) jumpClock(ctx context.Context, d time.Duration) error {
 	defer g.clockGate.Unlock()
 	if err := g.advance(ctx, d); err != nil {
 		return err
+	}
+	if g.cfg.FillOp != nil {
+		// The fills' instance learns of the jump when asked for its clock.
+		if _, err := g.cfg.FillOp.AdminGetClock(ctx); err != nil {
+			return fmt.Errorf("catching the fills' instance up with the test clock: %w", err)
+		}
 	}
 	g.signed.install(fills, at)
 	return nil

@@ -77,6 +77,13 @@ type RunConfig struct {
 	ForwardedFor bool
 	// FillRate is the open-loop scenarios' fills a second (open.go).
 	FillRate float64
+	// FillURL, when set, is the root URL of another instance on the same
+	// store that the open-loop fills go to (one started with
+	// --background=none, docs/operations.md); everything else goes to
+	// BaseURL. FillOp is an admin client of that instance: after each jump
+	// of the test clock the generator reads its clock, which catches it up.
+	FillURL string
+	FillOp  *xpromo.Client
 }
 
 // Report is the outcome of a run.

@@ -5,31 +5,30 @@
 # own".) PostgreSQL only: LOADGEN_DATABASE_URL (a user that may CREATE
 # DATABASE) is required.
 #
-# Two runs on one fresh database, each with the same two load generators at
-# once: a closed-loop claim generator (`-scenario claim`, clicks then their
-# install claims, as fast as the server lets them), and, once it runs, an
-# open-loop fill generator (`-scenario open-fill` at LOADGEN_FILL_RATE fills
-# a second, each timed from when it was due):
+# Two runs of `xpromo-loadgen -scenario open-fill,open-mixed` (fills at
+# LOADGEN_FILL_RATE a second, each timed from when it was due; in
+# open-mixed, rounds of claims and sweeps beside them as fast as the server
+# lets them), each on a fresh database:
 #
-#   shared  one server (--background all) answers both generators; nothing
-#           is pinned: fills and claims share the cores, as on one instance;
-#   split   the server "work" (--background all) and the claim generator run
-#           on the CPUs LOADGEN_WORK_CPUS, the server "fills"
-#           (--background none) and the fill generator on LOADGEN_FILL_CPUS
-#           (taskset lists, default 1 and 0).
+#   shared  one server (--background all) answers everything; nothing is
+#           pinned: fills and claims share the cores, as on one instance;
+#   split   the server "work" (--background all) answers the setup, clicks,
+#           claims and sweeps, pinned to the CPUs LOADGEN_WORK_CPUS; the
+#           server "fills" (--background none) answers the fills
+#           (-fill-url), pinned with the load generator to LOADGEN_FILL_CPUS
+#           (taskset lists; default 1 and 0).
 #
-# The script does not move PostgreSQL itself: to give the database the work
-# CPUs too (the fills' instance then shares its CPUs with no claim work at
-# all), pin the cluster's processes before the run, as root, and unpin them
-# after:
-#   for p in $(pgrep -x postgres); do taskset -p -c 1 "$p"; done    # then -c 0-1
+# The script does not move PostgreSQL: to give the database the work CPUs
+# too (the fills' CPUs then run no claim work at all), pin the cluster's
+# processes before the run, as root, and unpin them after:
+#   for p in $(pgrep -x postgres); do taskset -p -c 1 "$p"; done    # after: -c 0-1
 set -euo pipefail
 
 GO=${GO:-go}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$root"
 rate=${LOADGEN_FILL_RATE:-500}
-fill_secs=${LOADGEN_FILL_SECONDS:-20}
+secs=${LOADGEN_SECONDS:-15}
 work_cpus=${LOADGEN_WORK_CPUS:-1}
 fill_cpus=${LOADGEN_FILL_CPUS:-0}
 if [[ -z ${LOADGEN_DATABASE_URL:-} ]]; then
@@ -45,17 +44,23 @@ command -v taskset >/dev/null || {
 . "$root/scripts/testserver.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xpromo-loadgen-split.XXXXXX")
-db_name=xpromo_split_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+dbs=()
 pids=()
 cleanup() {
 	local status=$?
+	stop_all
+	for db in "${dbs[@]}"; do
+		psql -q "$LOADGEN_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+	done
+	rm -rf "$work"
+	exit "$status"
+}
+stop_all() {
 	for p in "${pids[@]}"; do
 		kill -TERM "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
-	psql -q "$LOADGEN_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" >/dev/null 2>&1 || true
-	rm -rf "$work"
-	exit "$status"
+	pids=()
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -63,12 +68,19 @@ trap 'exit 143' TERM
 
 echo "building xpromo-server and xpromo-loadgen..."
 "$GO" build -o "$work/bin/" ./server/cmd/xpromo-server ./server/cmd/xpromo-loadgen
-psql -q -v ON_ERROR_STOP=1 "$LOADGEN_DATABASE_URL" -c "CREATE DATABASE $db_name" >/dev/null
-database_url=$(sed -E "s#^(postgres(ql)?://[^/]*)(/[^?]*)?#\1/$db_name#" <<<"$LOADGEN_DATABASE_URL")
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
-# serve NAME CPUS FLAG...: a test-mode server pinned to CPUS ("" for none);
-# sets addr and appends its pid to pids.
+# fresh_database: creates one, sets database_url.
+fresh_database() {
+	local name
+	name=xpromo_split_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+	psql -q -v ON_ERROR_STOP=1 "$LOADGEN_DATABASE_URL" -c "CREATE DATABASE $name" >/dev/null
+	dbs+=("$name")
+	database_url=$(sed -E "s#^(postgres(ql)?://[^/]*)(/[^?]*)?#\1/$name#" <<<"$LOADGEN_DATABASE_URL")
+}
+
+# serve NAME CPUS FLAG...: a test-mode server on database_url, pinned to
+# CPUS ("" for none); sets addr and appends its pid to pids.
 serve() {
 	local name=$1 cpus=$2
 	shift 2
@@ -84,42 +96,27 @@ serve() {
 	pids+=("$server_pid")
 }
 
-# run MODE CLAIMS_URL FILLS_URL WORK_PIN FILL_PIN: the two generators,
-# the fills started once the claims run; prints both reports.
-run() {
-	local mode=$1 claims_url=$2 fills_url=$3 work_pin=$4 fill_pin=$5
-	local claims_log=$work/$mode-claims.log fills_log=$work/$mode-fills.log
-	echo "== $mode: machine load $(cut -d' ' -f1-3 /proc/loadavg)"
-	XPROMO_ADMIN_TOKEN=$token $work_pin "$work/bin/xpromo-loadgen" -url "$claims_url" -scenario claim \
-		-duration "$((fill_secs * 3 + 30))s" -concurrency 8 >"$claims_log" 2>&1 &
-	local claims=$!
-	for _ in $(seq 1 600); do
-		grep -q 'claim for' "$claims_log" && break
-		kill -0 "$claims" 2>/dev/null || break
-		sleep 0.2
-	done
-	XPROMO_ADMIN_TOKEN=$token $fill_pin "$work/bin/xpromo-loadgen" -url "$fills_url" -scenario open-fill \
-		-fill-rate "$rate" -publishers "$(((${rate%.*} + 99) / 100 + 2))" -duration "${fill_secs}s" -concurrency 8 >"$fills_log" 2>&1 ||
-		{ cat "$fills_log" >&2; return 1; }
-	local fills_done
-	fills_done=$(date +%s)
-	wait "$claims" || { cat "$claims_log" >&2; return 1; }
-	echo "-- fills ($fills_url), done at $fills_done:"
-	cat "$fills_log"
-	echo "-- claims ($claims_url), done at $(date +%s):"
-	cat "$claims_log"
+# loadgen PIN FLAG...: the load generator, under PIN (a taskset prefix or
+# nothing).
+loadgen() {
+	local pin=$1
+	shift
+	# shellcheck disable=SC2086 # PIN is a command prefix, split on purpose
+	XPROMO_ADMIN_TOKEN=$token $pin "$work/bin/xpromo-loadgen" -scenario open-fill,open-mixed -duration "${secs}s" \
+		-fill-rate "$rate" -concurrency 8 "$@"
 }
 
+echo "== shared: one instance, nothing pinned; load $(cut -d' ' -f1-3 /proc/loadavg)"
+fresh_database
 serve shared ""
-shared=http://$addr
-run shared "$shared" "$shared" "" ""
-kill -TERM "${pids[0]}"
-wait "${pids[0]}" 2>/dev/null || true
-pids=()
+loadgen "" -url "http://$addr"
+stop_all
 
+echo "== split: fills on their own instance (CPUs $fill_cpus), the rest on CPUs $work_cpus; load $(cut -d' ' -f1-3 /proc/loadavg)"
+fresh_database
 serve work "$work_cpus"
 work_url=http://$addr
 serve fills "$fill_cpus" --background none
-fills_url=http://$addr
-run split "$work_url" "$fills_url" "taskset -c $work_cpus" "taskset -c $fill_cpus"
-echo "machine load after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+loadgen "taskset -c $fill_cpus" -url "$work_url" -fill-url "http://$addr"
+stop_all
+echo "load after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
