@@ -54,13 +54,9 @@ func (c *Clock) keepIn(ctx context.Context, store storage.Store) error {
 	if !c.test {
 		return nil
 	}
-	var stored time.Duration
-	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
-		stored, err = tx.TestClockOffset(ctx)
-		return err
-	})
+	stored, err := storedOffset(ctx, store)
 	if err != nil {
-		return fmt.Errorf("reading the test clock's offset: %w", err)
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -131,16 +127,25 @@ func (c *Clock) Sync(ctx context.Context) error {
 	if !c.test || store == nil {
 		return nil
 	}
-	var stored time.Duration
-	err := store.View(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
-		stored, err = tx.TestClockOffset(ctx)
-		return err
-	})
+	stored, err := storedOffset(ctx, store)
 	if err != nil {
 		return err
 	}
 	c.moveTo(stored)
 	return nil
+}
+
+// storedOffset reads the offset kept in store: the sum of every instance's
+// advances.
+func storedOffset(ctx context.Context, store storage.Store) (stored time.Duration, err error) {
+	err = store.View(ctx, func(ctx context.Context, tx storage.Tx) (err error) {
+		stored, err = tx.TestClockOffset(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading the test clock's offset: %w", err)
+	}
+	return stored, nil
 }
 
 // moveTo raises the offset to total, never lowering it.
