@@ -182,51 +182,56 @@ const DefaultSweepInterval = 5 * time.Second
 // (lifecycle.DefaultReviewEvery if 0), first right at start. Several
 // instances may run it at once (the sweep claims disjoint batches; a chain
 // is clawed back once, whoever reviews).
-func (s *Server) RunBackground(ctx context.Context) {
+func (s *Server) RunBackground(ctx context.Context) { s.runBackground(ctx, true) }
+
+// RunFillCounts is the background work of an instance that runs none
+// other (--background=none): RunBackground without the sweep and the
+// review, so only the flush of the fills this process counted, every
+// SweepInterval and at shutdown. No other instance can store them: the
+// counts are in this one's memory.
+func (s *Server) RunFillCounts(ctx context.Context) { s.runBackground(ctx, false) }
+
+// runBackground is the one loop of RunBackground (all) and RunFillCounts.
+func (s *Server) runBackground(ctx context.Context, all bool) {
 	tick := time.NewTicker(s.sweepInterval())
 	defer tick.Stop()
-	review := time.NewTicker(s.cfg.Lifecycle.WithDefaults().ReviewEvery)
-	defer review.Stop()
-	sweep := func() {
-		res, err := s.Attribution.Sweep(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.cfg.Logger.Warn("attribution sweep", slog.String("error", err.Error()))
-		case res.Cleared+res.Refunded+res.Failed > 0:
-			s.cfg.Logger.Info("attribution sweep", slog.Int("cleared", res.Cleared), slog.Int("refunded", res.Refunded), slog.Int("failed", res.Failed))
+	var review <-chan time.Time // nil, so never, unless all
+	if all {
+		t := time.NewTicker(s.cfg.Lifecycle.WithDefaults().ReviewEvery)
+		defer t.Stop()
+		review = t.C
+	}
+	onTick := func() {
+		if all {
+			s.sweep(ctx)
 		}
 		s.flushFills(ctx)
 	}
-	sweep()
-	s.review(ctx)
+	if all {
+		onTick()
+		s.review(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			s.flushFillsAtShutdown(ctx)
 			return
-		case <-review.C:
+		case <-review:
 			s.review(ctx)
 		case <-tick.C:
-			sweep()
+			onTick()
 		}
 	}
 }
 
-// RunFillCounts is the background work of an instance that runs none
-// other (--background=none): it stores the fills this process counted,
-// every SweepInterval and at shutdown, as RunBackground does between its
-// sweeps. No other instance can: the counts are in this one's memory.
-func (s *Server) RunFillCounts(ctx context.Context) {
-	tick := time.NewTicker(s.sweepInterval())
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			s.flushFillsAtShutdown(ctx)
-			return
-		case <-tick.C:
-			s.flushFills(ctx)
-		}
+// sweep runs attribution's clearing sweep once and logs what it did.
+func (s *Server) sweep(ctx context.Context) {
+	res, err := s.Attribution.Sweep(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.cfg.Logger.Warn("attribution sweep", slog.String("error", err.Error()))
+	case res.Cleared+res.Refunded+res.Failed > 0:
+		s.cfg.Logger.Info("attribution sweep", slog.Int("cleared", res.Cleared), slog.Int("refunded", res.Refunded), slog.Int("failed", res.Failed))
 	}
 }
 
