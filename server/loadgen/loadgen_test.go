@@ -27,11 +27,13 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 	var handler http.Handler
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(ts.Close)
-	srv, err := assembly.New(assembly.Config{
+	cfg := assembly.Config{
 		BaseURL: ts.URL, AdminToken: adminToken, Mode: httpapi.ModeTest,
 		ReadLimit: 100_000_000, WriteLimit: 100_000_000,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")},
-	}, storagetest.SQLite(t))
+	}
+	store := storagetest.SQLite(t)
+	srv, err := assembly.New(cfg, store)
 	require.NoError(t, err)
 	handler = srv
 
@@ -103,6 +105,10 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 				}
 				assert.Positive(t, ops[loadgen.OpFill], "open-mixed fills")
 				assert.Positive(t, ops[loadgen.OpInstall], "open-mixed claims beside the fills")
+				assert.Positive(t, ops[loadgen.OpClockHold], "the round's clock jumps held the fills")
+			}
+			if sc == loadgen.ScenarioOpenFill || sc == loadgen.ScenarioOpenMixed {
+				assertServerSawFills(t, r)
 			}
 			for _, o := range r.Ops {
 				assert.Positive(t, o.P50ms)
@@ -111,4 +117,51 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 			}
 		})
 	}
+
+	// The fills on an instance of their own on the same store (make
+	// loadgen-split): its test clock is caught up once, then left where it
+	// is while the rounds' jumps move the other's; every fill must still be
+	// accepted, and none is held for a jump.
+	t.Run("open-mixed/fills-apart", func(t *testing.T) {
+		var fills http.Handler
+		fts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fills.ServeHTTP(w, r) }))
+		t.Cleanup(fts.Close)
+		fcfg := cfg
+		fcfg.BaseURL = fts.URL
+		fsrv, err := assembly.New(fcfg, store)
+		require.NoError(t, err)
+		fills = fsrv
+		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
+			Scenario: loadgen.ScenarioOpenMixed, Duration: 6 * time.Second, Concurrency: 4, ClaimBatch: 4, ForwardedFor: true,
+			BaseURL: ts.URL, FillRate: 20, FillURL: fts.URL,
+			FillOp: xpromo.NewClient(fts.URL, xpromo.WithAdminToken(adminToken), xpromo.WithRetries(0)),
+		})
+		require.NoError(t, err)
+		assert.Zero(t, r.Errors, "%+v", r.Ops)
+		ops := map[string]int64{}
+		for _, o := range r.Ops {
+			ops[o.Op] = o.Requests
+		}
+		assert.Positive(t, ops[loadgen.OpFill], "fills")
+		assert.Positive(t, ops[loadgen.OpInstall], "claims beside the fills, on the other instance")
+		assert.Positive(t, ops[loadgen.OpSweep], "a whole round, jumps of the clock included")
+		assert.Zero(t, ops[loadgen.OpClockHold], "fills apart are not held for the jumps")
+		assertServerSawFills(t, r)
+	})
+}
+
+// assertServerSawFills checks what the open-loop run read of the fills'
+// server's /metrics: at least the fills it recorded, and its scheduler's
+// histogram.
+func assertServerSawFills(t *testing.T, r *loadgen.Report) {
+	t.Helper()
+	var recorded int64
+	for _, o := range r.Ops {
+		if o.Op == loadgen.OpFill {
+			recorded = o.Requests
+		}
+	}
+	require.Len(t, r.Server, 2)
+	assert.GreaterOrEqual(t, r.Server[0].Total(), float64(recorded), "the server's count of its fills: %+v", r.Server[0])
+	assert.Positive(t, r.Server[1].Total(), "the scheduler's latencies over the run")
 }

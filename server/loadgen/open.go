@@ -23,6 +23,10 @@ const (
 	ScenarioOpenFill  = "open-fill"  // fills at RunConfig.FillRate, alone
 	ScenarioOpenMixed = "open-mixed" // the same fills while claims and sweeps run as fast as they can
 	OpSweep           = "sweep"
+	// OpClockHold is not a request: it is how long each jump of the test
+	// clock held the open-loop fills (a test-mode pause no production
+	// server has; its fills count it in their latency).
+	OpClockHold = "clock-hold"
 )
 
 // MaxOpenInFlight bounds the fills in flight: past it the dispatcher waits,
@@ -57,13 +61,25 @@ func (g *generator) open(ctx context.Context, d time.Duration) (time.Duration, e
 		return 0, fmt.Errorf("loadgen: the open-loop fills need an http:// URL, not %q", target)
 	}
 	g.host = u.Host
-	if g.cfg.FillOp != nil {
-		// The setup moved the clock through BaseURL's instance.
-		if _, err := g.cfg.FillOp.AdminGetClock(ctx); err != nil {
+	if g.cfg.FillURL != "" {
+		// The setup moved the clock through BaseURL's instance: reading
+		// the fills' instance's clock catches it up, once. From here on its
+		// clock runs on its own (the jumps below go to BaseURL's only), and
+		// the fills are signed by it.
+		state, err := g.cfg.FillOp.AdminGetClock(ctx)
+		if err != nil {
 			return 0, fmt.Errorf("loadgen: reading the fills' instance's clock: %w", err)
 		}
+		g.fillsApart = true
+		g.signed.clock = &serverClock{}
+		g.signed.clock.follow(state.Now)
 	}
 	if _, err := g.signed.next(g); err != nil { // signed before the clock starts
+		return 0, err
+	}
+	metrics := &http.Client{Timeout: 30 * time.Second}
+	before, err := scrapeServer(ctx, metrics, target)
+	if err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
@@ -77,10 +93,19 @@ func (g *generator) open(ctx context.Context, d time.Duration) (time.Duration, e
 	g.openFills(ctx, start)
 	cancel()
 	wg.Wait()
+	measured := time.Since(start)
 	if errors.Is(claimErr, context.DeadlineExceeded) || errors.Is(claimErr, context.Canceled) {
 		claimErr = nil // the round cut by the end of the run
 	}
-	return time.Since(start), claimErr
+	if claimErr != nil {
+		return measured, claimErr
+	}
+	after, err := scrapeServer(context.WithoutCancel(ctx), metrics, target)
+	if err != nil {
+		return measured, err
+	}
+	g.server = serverDelta(before, after)
+	return measured, nil
 }
 
 // openFills sends fills at the fixed rate until ctx ends: the i-th is due
@@ -264,23 +289,25 @@ func (g *generator) moneyRounds(ctx context.Context) error {
 // are held (the generator's own work stays out of their latency); the pause
 // is advance's two admin requests (read the clock, move it), and it counts
 // in the latency of the fills it held.
+//
+// Fills sent to an instance of their own (fillsApart) are not held: that
+// instance's clock is left where it was, as no production clock jumps.
 func (g *generator) jumpClock(ctx context.Context, d time.Duration) error {
+	if g.fillsApart {
+		return g.advance(ctx, d)
+	}
 	at := g.f.clock.Now().Add(d)
 	fills, err := g.signed.sign(g, at)
 	if err != nil {
 		return err
 	}
 	g.clockGate.Lock()
+	held := time.Now()
 	defer g.clockGate.Unlock()
 	if err := g.advance(ctx, d); err != nil {
 		return err
 	}
-	if g.cfg.FillOp != nil {
-		// The fills' instance learns of the jump when asked for its clock.
-		if _, err := g.cfg.FillOp.AdminGetClock(ctx); err != nil {
-			return fmt.Errorf("catching the fills' instance up with the test clock: %w", err)
-		}
-	}
 	g.signed.install(fills, at)
+	g.rec.Record(OpClockHold, time.Since(held), nil)
 	return nil
 }

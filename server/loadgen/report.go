@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -25,6 +27,16 @@ func WriteTable(w io.Writer, reports []*Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, r := range reports {
+		for _, h := range r.Server {
+			if h.Total() == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "%s, at the fills' server: %s: %.0f, p50 <= %s, p90 <= %s, p99 <= %s; %s <= 1 ms, %s <= 10 ms\n",
+				r.Scenario, h.Name, h.Total(), bound(h.Quantile(0.5)), bound(h.Quantile(0.9)), bound(h.Quantile(0.99)),
+				percent(h.ShareWithin(0.001)), percent(h.ShareWithin(0.01)))
+		}
 	}
 	for _, r := range reports {
 		for _, o := range r.Ops {
@@ -71,4 +83,21 @@ func WriteRatios(w io.Writer, reports []*Report, c *Ceilings) error {
 		}
 	}
 	return nil
+}
+
+// bound writes a histogram's bucket bound, in seconds, as milliseconds.
+func bound(seconds float64) string {
+	if math.IsInf(seconds, 1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(seconds*1000, 'g', 3, 64) + " ms"
+}
+
+// percent writes a share as a percentage ("-" when the histogram cannot
+// tell).
+func percent(share float64) string {
+	if math.IsNaN(share) {
+		return "-"
+	}
+	return strconv.FormatFloat(100*share, 'f', 2, 64) + "%"
 }

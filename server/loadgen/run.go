@@ -41,10 +41,11 @@ const (
 
 // Endpoints maps a measured operation to its endpoint.
 var Endpoints = map[string]string{
-	OpFill:    "POST /v1/sdk/fill",
-	OpInstall: "POST /v1/sdk/install",
-	OpLedger:  "GET /v1/apps/{id}/ledger",
-	OpSweep:   "POST /v1/admin/attribution/sweep",
+	OpFill:      "POST /v1/sdk/fill",
+	OpInstall:   "POST /v1/sdk/install",
+	OpLedger:    "GET /v1/apps/{id}/ledger",
+	OpSweep:     "POST /v1/admin/attribution/sweep",
+	OpClockHold: "(fills held for a clock jump)",
 }
 
 // installDelay is how far the test clock moves between the clicks of a
@@ -80,8 +81,10 @@ type RunConfig struct {
 	// FillURL, when set, is the root URL of another instance on the same
 	// store that the open-loop fills go to (one started with
 	// --background=none, docs/operations.md); everything else goes to
-	// BaseURL. FillOp is an admin client of that instance: after each jump
-	// of the test clock the generator reads its clock, which catches it up.
+	// BaseURL. FillOp is an admin client of that instance: the generator
+	// reads its clock once, at the start, which catches it up with the
+	// setup's moves; the claim rounds' jumps of the test clock are not
+	// passed on to it, so its fills are never held for a jump (open.go).
 	FillURL string
 	FillOp  *xpromo.Client
 }
@@ -95,6 +98,9 @@ type Report struct {
 
 	MeasuredSec float64   `json:"measured_seconds"`
 	Ops         []OpStats `json:"operations"`
+	// Server is what the open-loop fills' server measured over the run
+	// (scrape.go): its time on the fills, its goroutines' wait for a core.
+	Server []ServerHistogram `json:"server,omitempty"`
 	// Total sums the operations (latencies are not merged: see Ops).
 	Requests   int64   `json:"requests"`
 	Errors     int64   `json:"errors"`
@@ -110,7 +116,7 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 	if cfg.LedgerPage <= 0 {
 		cfg.LedgerPage = 20
 	}
-	g := &generator{op: op, f: f, cfg: cfg, rec: NewRecorder(), signed: &presigned{}}
+	g := &generator{op: op, f: f, cfg: cfg, rec: NewRecorder(), signed: &presigned{clock: &f.clock}}
 	g.pace = newPacer(ctx, cfg.Rate)
 	var measured time.Duration
 	var err error
@@ -132,8 +138,11 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FillRate: cfg.FillRate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured)}
+	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FillRate: cfg.FillRate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured), Server: g.server}
 	for _, o := range r.Ops {
+		if o.Op == OpClockHold {
+			continue // not a request
+		}
 		r.Requests += o.Requests
 		r.Errors += o.Errors
 	}
@@ -150,6 +159,10 @@ type generator struct {
 	rec    *Recorder
 	pace   func(context.Context) bool
 	signed *presigned // the measured fills' requests
+	// fillsApart: the open-loop fills go to an instance of their own, whose
+	// test clock the claim rounds' jumps leave where it was.
+	fillsApart bool
+	server     []ServerHistogram // the fills' server's histograms over the run
 	// clockGate holds the open-loop fills while the test clock jumps
 	// (open.go: jumpClock).
 	clockGate sync.RWMutex
@@ -355,6 +368,7 @@ func (g *generator) fill(ctx context.Context) error {
 // (docs/protocol.md), so this is what a publisher's SDK retrying looks
 // like, and each is counted as a fill.
 type presigned struct {
+	clock    *serverClock // of the server the fills go to
 	mu       sync.Mutex
 	signedAt time.Time // server clock
 	fills    []signedFill
@@ -376,7 +390,7 @@ const (
 func (p *presigned) next(g *generator) (signedFill, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now := g.f.clock.Now(); p.fills == nil || now.Sub(p.signedAt) >= presignedFor || now.Before(p.signedAt) {
+	if now := p.clock.Now(); p.fills == nil || now.Sub(p.signedAt) >= presignedFor || now.Before(p.signedAt) {
 		fills, err := p.sign(g, now)
 		if err != nil {
 			return signedFill{}, err
