@@ -99,10 +99,7 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 				assert.Equal(t, want, got)
 			}
 			if sc == loadgen.ScenarioOpenMixed {
-				ops := map[string]int64{}
-				for _, o := range r.Ops {
-					ops[o.Op] = o.Requests
-				}
+				ops := opCounts(r)
 				assert.Positive(t, ops[loadgen.OpFill], "open-mixed fills")
 				assert.Positive(t, ops[loadgen.OpInstall], "open-mixed claims beside the fills")
 				assert.Positive(t, ops[loadgen.OpClockHold], "the round's clock jumps held the fills")
@@ -138,16 +135,22 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 		})
 		require.NoError(t, err)
 		assert.Zero(t, r.Errors, "%+v", r.Ops)
-		ops := map[string]int64{}
-		for _, o := range r.Ops {
-			ops[o.Op] = o.Requests
-		}
+		ops := opCounts(r)
 		assert.Positive(t, ops[loadgen.OpFill], "fills")
 		assert.Positive(t, ops[loadgen.OpInstall], "claims beside the fills, on the other instance")
 		assert.Positive(t, ops[loadgen.OpSweep], "a whole round, jumps of the clock included")
 		assert.Zero(t, ops[loadgen.OpClockHold], "fills apart are not held for the jumps")
 		assertServerSawFills(t, r)
 	})
+}
+
+// opCounts is the requests of each operation of r.
+func opCounts(r *loadgen.Report) map[string]int64 {
+	ops := map[string]int64{}
+	for _, o := range r.Ops {
+		ops[o.Op] = o.Requests
+	}
+	return ops
 }
 
 // assertServerSawFills checks what the open-loop run read of the fills'

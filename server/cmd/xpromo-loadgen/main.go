@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	asJSON := fs.Bool("json", false, "print the reports as JSON instead of a table")
 	lean := fs.Bool("lean", true, "send the fill scenario's requests with the lean generator (pre-signed, pre-serialized, raw keep-alive connections) rather than the SDK's client; ignored with -rate")
 	fillPubs := fs.Int("fill-publishers", 0, "publisher apps for the fill scenario; 0: enough for 20,000 fills/s over -duration (each app may fill 6,000 times a minute)")
-	fillURL := fs.String("fill-url", "", "open-fill and open-mixed: send the open-loop fills to this instance of the same store (e.g. one started with --background=none) instead of -url; setup, clicks, claims and clock moves still go to -url")
+	fillURL := fs.String("fill-url", "", "open-fill and open-mixed: send the open-loop fills to this instance of the same store (e.g. one started with --background=none) instead of -url; setup, clicks, claims and clock moves still go to -url (the fills' instance is caught up with the test clock once, at the start, and its fills are never held for the rounds' jumps)")
 	fillRate := fs.Float64("fill-rate", 1000, "fills a second of the open-loop scenarios (open-fill: alone; open-mixed: while claims and sweeps run as fast as they can), each timed from when it was due")
 	ceilings := fs.String("ceilings", "", "a JSON file of xpromo-ceilings -o: print each throughput's ratio to its ceiling after the table")
 	if err := fs.Parse(args); err != nil {
