@@ -72,131 +72,32 @@ func TestHistoryReads(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("XPROMO_HISTORY_READS")); err == nil && n >= 0 {
 		reads = n // 0: no reads (the write paths of a kept store only)
 	}
+	// The small store the full one's reads are also held against
+	// (XPROMO_HISTORY_SMALL_SCALE; 0: none). By default make history's
+	// runs at scale 0.01 and more get one of 0.001: 2,000 times smaller
+	// than full, its reading apps as deep in history as the full store's.
+	smallScale := 0.0
+	if scale >= 0.01 {
+		smallScale = 0.001
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("XPROMO_HISTORY_SMALL_SCALE"), 64); err == nil && v >= 0 {
+		smallScale = v
+	}
 	stores := os.Getenv("XPROMO_HISTORY_STORES")
 	historyEach(t, func(t *testing.T, s storage.Store, kept *historyKept) {
 		name := strings.TrimPrefix(t.Name(), "TestHistoryReads/")
 		if stores != "" && !slices.Contains(strings.Split(stores, ","), name) {
 			t.Skip("not in XPROMO_HISTORY_STORES")
 		}
-		e := newMktEnv(t, s)
-		var adv, pub xpromo.RegisterAppResponse
-		var cmp xpromo.Campaign
-		var endpoint string
-		if kept.reused {
-			adv.AppID, adv.APIKey, pub.AppID, pub.APIKey, cmp.CampaignID = kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID
-			endpoint = kept.EndpointID
-		} else {
-			adv = e.register(snip())
-			pub = e.register(appRequest("Pub", xpromo.PlatformMac))
-			e.topUp(adv.AppID, 50000, e.clock.Now().AddDate(-1, 0, -1))
-			cmp = e.createCampaign(adv, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, adv.AppID))
-			e.createCampaign(pub, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, pub.AppID))
-			// The advertiser receives its chain events at a webhook
-			// endpoint: the history records their delivery attempts.
-			res := e.do("POST", "/v1/apps/"+adv.AppID+"/webhook-endpoints", adv.APIKey, map[string]any{"url": "https://example.com/hooks",
-				"events": []string{"chain.state_changed", "chain.cleared", "chain.rejected", "fraud.flagged"}})
-			require.Equal(t, http.StatusCreated, res.status, res.body)
-			var ep xpromo.WebhookEndpoint
-			res.decode(t, &ep)
-			endpoint = ep.ID
-			kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID, kept.EndpointID = adv.AppID, adv.APIKey, pub.AppID, pub.APIKey, cmp.CampaignID, endpoint
-		}
-
-		plain := &http.Client{}
-		// get times one read and counts the bytes of its body: a page of
-		// 100 on the full store against a few rows on the empty one is
-		// what most of a p99's growth is, so the table shows both.
-		get := func(path, key string) (time.Duration, int64, error) {
-			req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
-			if key != "" {
-				req.Header.Set("Authorization", "Bearer "+key)
-			}
-			t0 := time.Now()
-			res, err := plain.Do(req)
-			if err != nil {
-				return 0, 0, err
-			}
-			n, err := io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			d := time.Since(t0)
-			if res.StatusCode != http.StatusOK {
-				return d, n, fmt.Errorf("GET %s: %d", path, res.StatusCode)
-			}
-			return d, n, err
-		}
-		type read struct {
-			name, key string
-			path      func() string
-			before    func() // not timed
-		}
-		var ledgerMid, ledgerEnd string
-		day := func(ago int) string { return e.clock.Now().AddDate(0, 0, -ago).Format(time.DateOnly) }
-		list := []read{
-			{name: "stats last_7_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_7_days" }},
-			{name: "stats last_30_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_30_days" }},
-			{name: "stats last_90_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_90_days" }},
-			{name: "stats/daily 30 days", key: adv.APIKey, path: func() string { return "/v1/stats/daily" }},
-			{name: "stats/daily 366 days", key: adv.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(365) + "&to=" + day(0) }},
-			{name: "stats/daily 90 days, campaign", key: adv.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(89) + "&campaign_id=" + cmp.CampaignID }},
-			{name: "stats/daily 366 days, publisher", key: pub.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(365) + "&to=" + day(0) }},
-			// Network stats are recomputed once a minute: move the clock
-			// past it before each read, so each one computes.
-			{name: "network-stats (recomputed)", path: func() string { return "/v1/network-stats" }, before: func() { e.clock.Advance(61 * time.Second) }},
-			{name: "ledger, first page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100" }},
-			{name: "ledger, middle page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerMid }},
-			{name: "ledger, last page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + ledgerEnd }},
-			{name: "events", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/events?limit=100" }},
-			{name: "webhook attempts", key: adv.APIKey, path: func() string {
-				return "/v1/apps/" + adv.AppID + "/webhook-endpoints/" + endpoint + "/attempts?limit=100"
-			}},
-			{name: "chains, first page", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100" }},
-			{name: "chains, cleared as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=cleared&role=advertiser" }},
-			// Rarer filters: a page of them read the app's whole history
-			// before 00044's indexes.
-			{name: "chains, rejected as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=rejected&role=advertiser" }},
-			{name: "chains, activated_48h", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=activated_48h" }},
-			{name: "chains of a campaign, refunded", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=refunded&campaign_id=" + cmp.CampaignID }},
-			{name: "balance", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/balance" }},
-			{name: "campaigns", key: adv.APIKey, path: func() string { return "/v1/campaigns" }},
-			{name: "score", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/score" }},
-		}
-		type figure struct {
-			p50, p99 time.Duration
-			bytes    int64 // of the last read's body
-		}
-		measure := func() map[string]figure {
-			out := map[string]figure{}
-			for _, r := range list {
-				if reads == 0 {
-					break
-				}
-				var ds []time.Duration
-				var n int64
-				for range reads {
-					if r.before != nil {
-						r.before()
-					}
-					d, size, err := get(r.path(), r.key)
-					require.NoError(t, err, r.name)
-					ds, n = append(ds, d), size
-				}
-				slices.Sort(ds)
-				out[r.name] = figure{loadgen.Percentile(ds, 50), loadgen.Percentile(ds, 99), n}
-			}
-			return out
-		}
-		empty := map[string]figure{}
+		h := newHistoryReader(t, s, kept)
+		e, adv, pub, endpoint := h.e, h.adv, h.pub, h.endpoint
+		empty := map[string]readFigure{}
 		sz := kept.Sizes
 		if !kept.reused {
-			ledgerMid, ledgerEnd = day(0), day(0)
-			empty = measure()
+			empty = h.measure(t, reads, false)
 
-			cfg := loadgen.HistoryConfig{Scale: scale, End: e.clock.Now(), Seed: 33, Readers: []loadgen.HistoryApp{
-				{ID: adv.AppID, CampaignID: cmp.CampaignID, Category: "games", PriceCents: 500, EndpointID: endpoint},
-				{ID: pub.AppID, CampaignID: "cmp_of_pub", Category: "games", PriceCents: 450},
-			}}
-			sz, err = loadgen.History(context.Background(), s, cfg)
-			require.NoError(t, err)
+			var end time.Time
+			sz, end = h.fill(t, s, scale)
 			kept.Sizes = sz
 			require.NoError(t, s.View(context.Background(), func(ctx context.Context, tx storage.Tx) error {
 				kept.ClockOffset, err = tx.TestClockOffset(ctx)
@@ -211,14 +112,29 @@ func TestHistoryReads(t *testing.T) {
 				return err
 			}))
 			if os.Getenv("XPROMO_HISTORY_SKIP_RAW") == "" {
-				rollupsMatchRaw(t, s, []string{adv.AppID, pub.AppID, "app_hist00002"}, cfg.End)
+				rollupsMatchRaw(t, s, []string{adv.AppID, pub.AppID, "app_hist00002"}, end)
 			} else {
 				t.Log("XPROMO_HISTORY_SKIP_RAW: the rollups are not compared with the raw facts")
 			}
 			eventsDelivered(t, e, adv, endpoint, sz)
 		}
-		ledgerMid, ledgerEnd = day(182), day(1)
-		full := measure()
+		full := h.measure(t, reads, true)
+		// The same reads on a small store of the same generator (its
+		// reading apps have the same year of their own: full pages, series
+		// of 366 days), so that a ratio says what the store's size costs,
+		// not what a page of 100 costs against an empty one.
+		var small map[string]readFigure
+		if smallScale > 0 && reads > 0 {
+			var ss storage.Store
+			if name == "sqlite" {
+				ss = storagetest.SQLite(t)
+			} else {
+				ss = storagetest.Postgres(t)
+			}
+			hs := newHistoryReader(t, ss, &historyKept{})
+			hs.fill(t, ss, smallScale)
+			small = hs.measure(t, reads, true)
+		}
 		total, tables := storeBytes(t, s)
 		// The write paths on the full store and on fresh empty ones of the
 		// same kind, alternated in the same run (make history only: not
@@ -256,12 +172,7 @@ func TestHistoryReads(t *testing.T) {
 			name, scale, sz.Apps, sz.Chains, sz.Installs, sz.Cleared, sz.Refunded, sz.Rejected, sz.Fills, sz.FillRows, sz.LedgerOps, sz.Events, sz.Attempts, sz.Took.Round(time.Second))
 		fmt.Fprintf(&b, "storage: %.1f MB in all (tables and indexes), %d bytes per cleared install (%d cleared); largest: %s\n",
 			float64(total)/1e6, total/max(1, sz.Cleared), sz.Cleared, strings.Join(tables, ", "))
-		fmt.Fprintf(&b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty | bytes empty / full |\n|---|---|---|---|---|\n")
-		for _, r := range list {
-			em, fu := empty[r.name], full[r.name]
-			fmt.Fprintf(&b, "| %s | %.2f / %.2f | %.2f / %.2f | %.1f× | %d / %d |\n", r.name, ms(em.p50), ms(em.p99), ms(fu.p50), ms(fu.p99),
-				float64(fu.p99)/float64(max(em.p99, time.Microsecond)), em.bytes, fu.bytes)
-		}
+		readTable(&b, h.list, empty, small, full, smallScale)
 		if writeRuns != nil {
 			writeTable(&b, writeRuns)
 		}
@@ -274,6 +185,178 @@ func TestHistoryReads(t *testing.T) {
 			require.NoError(t, f.Close())
 		}
 	})
+}
+
+// historyReader is the reading apps of one store (an advertiser with a
+// campaign and a webhook endpoint, a publisher) and the person-facing GETs
+// TestHistoryReads times on it.
+type historyReader struct {
+	e                    *mktEnv
+	adv, pub             xpromo.RegisterAppResponse
+	cmp                  xpromo.Campaign
+	endpoint             string
+	list                 []historyRead
+	ledgerMid, ledgerEnd string // the ledger pages' from: dates
+}
+
+type historyRead struct {
+	name, key string
+	path      func() string
+	before    func() // not timed
+}
+
+// readFigure is one GET's p50 and p99, and the bytes of its last body.
+type readFigure struct {
+	p50, p99 time.Duration
+	bytes    int64
+}
+
+// newHistoryReader registers the reading apps on s, or takes those of a
+// kept store.
+func newHistoryReader(t *testing.T, s storage.Store, kept *historyKept) *historyReader {
+	t.Helper()
+	e := newMktEnv(t, s)
+	h := &historyReader{e: e}
+	if kept.reused {
+		h.adv.AppID, h.adv.APIKey, h.pub.AppID, h.pub.APIKey, h.cmp.CampaignID = kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID
+		h.endpoint = kept.EndpointID
+	} else {
+		h.adv = e.register(snip())
+		h.pub = e.register(appRequest("Pub", xpromo.PlatformMac))
+		e.topUp(h.adv.AppID, 50000, e.clock.Now().AddDate(-1, 0, -1))
+		h.cmp = e.createCampaign(h.adv, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, h.adv.AppID))
+		e.createCampaign(h.pub, fmt.Sprintf(`{"app_id":%q,"categories":["games"],"daily_budget_cents":1000000}`, h.pub.AppID))
+		// The advertiser receives its chain events at a webhook
+		// endpoint: the history records their delivery attempts.
+		res := e.do("POST", "/v1/apps/"+h.adv.AppID+"/webhook-endpoints", h.adv.APIKey, map[string]any{"url": "https://example.com/hooks",
+			"events": []string{"chain.state_changed", "chain.cleared", "chain.rejected", "fraud.flagged"}})
+		require.Equal(t, http.StatusCreated, res.status, res.body)
+		var ep xpromo.WebhookEndpoint
+		res.decode(t, &ep)
+		h.endpoint = ep.ID
+		kept.AdvID, kept.AdvKey, kept.PubID, kept.PubKey, kept.CampaignID, kept.EndpointID = h.adv.AppID, h.adv.APIKey, h.pub.AppID, h.pub.APIKey, h.cmp.CampaignID, h.endpoint
+	}
+	adv, pub, cmp := h.adv, h.pub, h.cmp
+	day := func(ago int) string { return e.clock.Now().AddDate(0, 0, -ago).Format(time.DateOnly) }
+	h.list = []historyRead{
+		{name: "stats last_7_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_7_days" }},
+		{name: "stats last_30_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_30_days" }},
+		{name: "stats last_90_days", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/stats?period=last_90_days" }},
+		{name: "stats/daily 30 days", key: adv.APIKey, path: func() string { return "/v1/stats/daily" }},
+		{name: "stats/daily 366 days", key: adv.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(365) + "&to=" + day(0) }},
+		{name: "stats/daily 90 days, campaign", key: adv.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(89) + "&campaign_id=" + cmp.CampaignID }},
+		{name: "stats/daily 366 days, publisher", key: pub.APIKey, path: func() string { return "/v1/stats/daily?from=" + day(365) + "&to=" + day(0) }},
+		{name: "ledger, first page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100" }},
+		{name: "ledger, middle page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + h.ledgerMid }},
+		{name: "ledger, last page", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/ledger?limit=100&from=" + h.ledgerEnd }},
+		{name: "events", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/events?limit=100" }},
+		{name: "webhook attempts", key: adv.APIKey, path: func() string {
+			return "/v1/apps/" + adv.AppID + "/webhook-endpoints/" + h.endpoint + "/attempts?limit=100"
+		}},
+		{name: "chains, first page", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100" }},
+		{name: "chains, cleared as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=cleared&role=advertiser" }},
+		// Rarer filters: a page of them read the app's whole history
+		// before 00044's indexes.
+		{name: "chains, rejected as advertiser", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=rejected&role=advertiser" }},
+		{name: "chains, activated_48h", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=activated_48h" }},
+		{name: "chains of a campaign, refunded", key: adv.APIKey, path: func() string { return "/v1/chains?limit=100&state=refunded&campaign_id=" + cmp.CampaignID }},
+		{name: "balance", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/balance" }},
+		{name: "campaigns", key: adv.APIKey, path: func() string { return "/v1/campaigns" }},
+		{name: "score", key: adv.APIKey, path: func() string { return "/v1/apps/" + adv.AppID + "/score" }},
+		// Network stats are recomputed once a minute: the clock moves past
+		// it before each read, so each one computes. Last, so that the
+		// other reads' windows end where the history does.
+		{name: "network-stats (recomputed)", path: func() string { return "/v1/network-stats" }, before: func() { e.clock.Advance(61 * time.Second) }},
+	}
+	return h
+}
+
+// fill writes the history at scale into s, with the reading apps as its
+// readers, and returns its sizes and its end.
+func (h *historyReader) fill(t *testing.T, s storage.Store, scale float64) (loadgen.HistorySizes, time.Time) {
+	t.Helper()
+	cfg := loadgen.HistoryConfig{Scale: scale, End: h.e.clock.Now(), Seed: 33, Readers: []loadgen.HistoryApp{
+		{ID: h.adv.AppID, CampaignID: h.cmp.CampaignID, Category: "games", PriceCents: 500, EndpointID: h.endpoint},
+		{ID: h.pub.AppID, CampaignID: "cmp_of_pub", Category: "games", PriceCents: 450},
+	}}
+	sz, err := loadgen.History(context.Background(), s, cfg)
+	require.NoError(t, err)
+	return sz, cfg.End
+}
+
+// measure times reads of each GET (none when reads is 0). The ledger's
+// middle and last pages start half a year and a day back on a store with
+// history, today on an empty one.
+func (h *historyReader) measure(t *testing.T, reads int, history bool) map[string]readFigure {
+	t.Helper()
+	day := func(ago int) string { return h.e.clock.Now().AddDate(0, 0, -ago).Format(time.DateOnly) }
+	h.ledgerMid, h.ledgerEnd = day(0), day(0)
+	if history {
+		h.ledgerMid, h.ledgerEnd = day(182), day(1)
+	}
+	plain := &http.Client{}
+	// get times one read and counts the bytes of its body: a page of 100
+	// on the full store against a few rows on the empty one is what most
+	// of a p99's growth is, so the table shows both.
+	get := func(path, key string) (time.Duration, int64, error) {
+		req, _ := http.NewRequest(http.MethodGet, h.e.url+path, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		t0 := time.Now()
+		res, err := plain.Do(req)
+		if err != nil {
+			return 0, 0, err
+		}
+		n, err := io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		d := time.Since(t0)
+		if res.StatusCode != http.StatusOK {
+			return d, n, fmt.Errorf("GET %s: %d", path, res.StatusCode)
+		}
+		return d, n, err
+	}
+	out := map[string]readFigure{}
+	for _, r := range h.list {
+		if reads == 0 {
+			break
+		}
+		var ds []time.Duration
+		var n int64
+		for range reads {
+			if r.before != nil {
+				r.before()
+			}
+			d, size, err := get(r.path(), r.key)
+			require.NoError(t, err, r.name)
+			ds, n = append(ds, d), size
+		}
+		slices.Sort(ds)
+		out[r.name] = readFigure{loadgen.Percentile(ds, 50), loadgen.Percentile(ds, 99), n}
+	}
+	return out
+}
+
+// readTable writes the reads' table: each GET on the empty store, on the
+// small one (when measured) and on the full one, with the full store's p99
+// against each.
+func readTable(b *strings.Builder, list []historyRead, empty, small, full map[string]readFigure, smallScale float64) {
+	ratio := func(a, b time.Duration) float64 { return float64(a) / float64(max(b, time.Microsecond)) }
+	if small == nil {
+		fmt.Fprintf(b, "| GET | empty p50 / p99 ms | full p50 / p99 ms | p99 full / empty | bytes empty / full |\n|---|---|---|---|---|\n")
+	} else {
+		fmt.Fprintf(b, "| GET | empty p50 / p99 ms | small (scale %g) p50 / p99 ms | full p50 / p99 ms | p99 full / empty | p99 full / small | bytes empty / small / full |\n|---|---|---|---|---|---|---|\n", smallScale)
+	}
+	for _, r := range list {
+		em, sm, fu := empty[r.name], small[r.name], full[r.name]
+		if small == nil {
+			fmt.Fprintf(b, "| %s | %.2f / %.2f | %.2f / %.2f | %.1f× | %d / %d |\n", r.name, ms(em.p50), ms(em.p99), ms(fu.p50), ms(fu.p99),
+				ratio(fu.p99, em.p99), em.bytes, fu.bytes)
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.1f× | %.1f× | %d / %d / %d |\n", r.name, ms(em.p50), ms(em.p99),
+			ms(sm.p50), ms(sm.p99), ms(fu.p50), ms(fu.p99), ratio(fu.p99, em.p99), ratio(fu.p99, sm.p99), em.bytes, sm.bytes, fu.bytes)
+	}
 }
 
 // rollupsMatchRaw fails the test unless the stats read through the daily
