@@ -151,9 +151,9 @@ loadgen-split: ## PostgreSQL (LOADGEN_DATABASE_URL): open-loop fills while claim
 # the full store, XPROMO_HISTORY_REUSE=dir measures a kept one again;
 # XPROMO_HISTORY_SKIP_RAW=1 skips comparing the rollups with the raw facts
 # (hours at full scale). From HISTORY_SCALE 0.01 on, the reads are also
-# timed on a small store of the same generator (scale 0.001: its reading
-# apps as deep in history, full pages; XPROMO_HISTORY_SMALL_SCALE sets it,
-# 0 skips it), so that a ratio shows what the store's size costs.
+# timed on a small store of the same generator (scale 0.001: 4 apps of
+# 2,500 chains, full pages; XPROMO_HISTORY_SMALL_SCALE sets it, 0 skips
+# it), so that a ratio shows what the store's size costs.
 HISTORY_SCALE ?= 0.002
 HISTORY_READS ?= 200
 HISTORY_WRITE_PAIRS ?= 2

@@ -74,8 +74,9 @@ func TestHistoryReads(t *testing.T) {
 	}
 	// The small store the full one's reads are also held against
 	// (XPROMO_HISTORY_SMALL_SCALE; 0: none). By default make history's
-	// runs at scale 0.01 and more get one of 0.001: 2,000 times smaller
-	// than full, its reading apps as deep in history as the full store's.
+	// runs at scale 0.01 and more get one of 0.001: 1,000 times smaller
+	// than full, with 4 apps of 2,500 chains each (full: 5,000 an app), so
+	// its pages are as full and its series as long.
 	smallScale := 0.0
 	if scale >= 0.01 {
 		smallScale = 0.001
@@ -120,9 +121,9 @@ func TestHistoryReads(t *testing.T) {
 		}
 		full := h.measure(t, reads, true)
 		// The same reads on a small store of the same generator (its
-		// reading apps have the same year of their own: full pages, series
-		// of 366 days), so that a ratio says what the store's size costs,
-		// not what a page of 100 costs against an empty one.
+		// reading apps' pages full, their series of 366 days), so that a
+		// ratio says what the store's size costs, not what a page of 100
+		// costs against an empty one.
 		var small map[string]readFigure
 		if smallScale > 0 && reads > 0 {
 			var ss storage.Store
