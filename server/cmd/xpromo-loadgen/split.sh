@@ -70,12 +70,19 @@ echo "building xpromo-server and xpromo-loadgen..."
 "$GO" build -o "$work/bin/" ./server/cmd/xpromo-server ./server/cmd/xpromo-loadgen
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
-# fresh_database: creates one, sets database_url.
+# fresh_database: creates one, sets database_url. With
+# LOADGEN_KEPT_DATABASE (the name of a database on LOADGEN_DATABASE_URL's
+# server, such as a year of history kept by `make history`), both runs use
+# it instead, and it is not dropped.
 fresh_database() {
 	local name
-	name=xpromo_split_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
-	psql -q -v ON_ERROR_STOP=1 "$LOADGEN_DATABASE_URL" -c "CREATE DATABASE $name" >/dev/null
-	dbs+=("$name")
+	if [[ -n ${LOADGEN_KEPT_DATABASE:-} ]]; then
+		name=$LOADGEN_KEPT_DATABASE
+	else
+		name=xpromo_split_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+		psql -q -v ON_ERROR_STOP=1 "$LOADGEN_DATABASE_URL" -c "CREATE DATABASE $name" >/dev/null
+		dbs+=("$name")
+	fi
 	database_url=$(sed -E "s#^(postgres(ql)?://[^/]*)(/[^?]*)?#\1/$name#" <<<"$LOADGEN_DATABASE_URL")
 }
 
