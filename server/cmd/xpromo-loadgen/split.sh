@@ -72,17 +72,18 @@ token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 
 # fresh_database: creates one, sets database_url. With
 # LOADGEN_KEPT_DATABASE (the name of a database on LOADGEN_DATABASE_URL's
-# server, such as a year of history kept by `make history`), both runs use
-# it instead, and it is not dropped.
+# server, such as a year of history kept by `make history`), each run gets
+# a copy of it (CREATE DATABASE … TEMPLATE: minutes for a large one), so
+# both start from the same store and the kept one is never written: the
+# load generator's advertisers must be the only ones of its category.
 fresh_database() {
-	local name
+	local name template=""
+	name=xpromo_split_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 	if [[ -n ${LOADGEN_KEPT_DATABASE:-} ]]; then
-		name=$LOADGEN_KEPT_DATABASE
-	else
-		name=xpromo_split_$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
-		psql -q -v ON_ERROR_STOP=1 "$LOADGEN_DATABASE_URL" -c "CREATE DATABASE $name" >/dev/null
-		dbs+=("$name")
+		template=" TEMPLATE $LOADGEN_KEPT_DATABASE"
 	fi
+	psql -q -v ON_ERROR_STOP=1 "$LOADGEN_DATABASE_URL" -c "CREATE DATABASE $name$template" >/dev/null
+	dbs+=("$name")
 	database_url=$(sed -E "s#^(postgres(ql)?://[^/]*)(/[^?]*)?#\1/$name#" <<<"$LOADGEN_DATABASE_URL")
 }
 
