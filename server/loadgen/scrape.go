@@ -57,6 +57,10 @@ func scrapeServer(ctx context.Context, c *http.Client, base string) ([]ServerHis
 
 // parseHistograms picks serverSeries' buckets out of the Prometheus text
 // exposition r: lines `<metric>_bucket{<labels>,le="<bound>"} <count>`.
+// A line match, not prometheus/common's expfmt parser (a dependency of
+// client_golang): that one builds every family of the page into protobuf
+// values to keep two series, and reads a family without its # TYPE line
+// as untyped samples, where this needs only the bucket lines.
 func parseHistograms(r io.Reader) ([]ServerHistogram, error) {
 	out := make([]ServerHistogram, len(serverSeries))
 	for i, s := range serverSeries {
