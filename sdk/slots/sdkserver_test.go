@@ -25,7 +25,8 @@ import (
 // the advertiser's countersignature and its binding to the token, the
 // heartbeat signature, the fill request's signature, every time check with the protocol's skew, single
 // use per jti. It also checks what any request must carry: POST, JSON,
-// an Idempotency-Key (same key and body replay the first answer), and no
+// an Idempotency-Key on every report (same key and body replay the first
+// answer) and none on a fill (it stores nothing), and no
 // Authorization header (the SDK never holds the api_key).
 type sdkServer struct {
 	t   testing.TB
@@ -172,13 +173,13 @@ func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("%s Content-Type %q", r.URL.Path, ct)
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		s.t.Errorf("%s without Idempotency-Key", r.URL.Path)
+	if (key == "") != (r.URL.Path == "/v1/sdk/fill") {
+		s.t.Errorf("%s with Idempotency-Key %q: every report carries one, a fill none", r.URL.Path, key)
 	}
 	body, _ := io.ReadAll(r.Body)
 	s.requests = append(s.requests, recorded{r.URL.Path, key, body})
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\x00"), body...))
-	if e, ok := s.idem[key]; ok {
+	if e, ok := s.idem[key]; ok && key != "" {
 		if e.sum != sum {
 			writeJSON(w, 422, apiError(xpromo.CodeIdempotencyKeyReused))
 			return
@@ -191,7 +192,9 @@ func (s *sdkServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := httptest.NewRecorder()
 	s.route(rec, r.URL.Path, body)
-	s.idem[key] = idemEntry{sum, rec.Code, rec.Body.Bytes()}
+	if key != "" {
+		s.idem[key] = idemEntry{sum, rec.Code, rec.Body.Bytes()}
+	}
 	if s.dropAfter > 0 {
 		s.dropAfter--
 		// Processed, but the answer is lost on the way back.

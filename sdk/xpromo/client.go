@@ -323,6 +323,10 @@ type request struct {
 	// ok lists the statuses besides 2xx that are answers, not errors
 	// (TopUp's 402).
 	ok []int
+	// repeatable marks a POST that is harmless to run twice (a fill: it
+	// changes nothing stored): it gets no Idempotency-Key unless the call
+	// sets one, so the server neither records nor replays it.
+	repeatable bool
 }
 
 // Do sends a request to path (from the server root, e.g.
@@ -468,7 +472,7 @@ func (c *Client) newRequest(ctx context.Context, r request, cc *callConfig) (*re
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	if r.method == http.MethodPost {
+	if r.method == http.MethodPost && (!r.repeatable || cc.idempotencyKey != "") {
 		// One key per call, sent unchanged by every retry of it: the server
 		// runs the call once and replays its answer to the retries.
 		key := cc.idempotencyKey

@@ -67,6 +67,13 @@ func (c *Client) GetChain(ctx context.Context, chainID string, opts ...CallOptio
 // error: Filled false with a NoFillReason. The server counts each fill as
 // an impression, so ask only when the slot is about to be shown.
 //
+// A fill is sent without an Idempotency-Key (unless the call passes
+// WithIdempotencyKey): it stores nothing, so a retry may simply fill
+// again, and a keyed fill would cost the server two write transactions
+// (recording the key, then its answer) on the path every impression takes.
+// A retry after a lost answer gets a new offer and is counted as one more
+// fill.
+//
 // Refusals: 422 invalid_app_id, invalid_slot, invalid_platform,
 // invalid_device_id, invalid_locale, missing_field (no signature); 403
 // fraud_bad_signature (the key is not a registered, unrevoked key of the
@@ -76,7 +83,7 @@ func (c *Client) GetChain(ctx context.Context, chainID string, opts ...CallOptio
 // signature verified).
 func (c *Client) SDKFill(ctx context.Context, params *FillRequest, opts ...CallOption) (*FillResponse, error) {
 	out := new(FillResponse)
-	_, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/sdk/fill", body: nonNil(params), auth: authNone}, out, opts)
+	_, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/sdk/fill", body: nonNil(params), auth: authNone, repeatable: true}, out, opts)
 	return result(out, err)
 }
 

@@ -55,9 +55,10 @@
 // Connection errors, 429 and 5xx (other than 501) are retried, by default
 // DefaultRetries times, with exponential backoff and jitter
 // (WithRetries, WithRetryWait); a Retry-After of the server is honoured, up
-// to WithMaxRetryAfter. Other 4xx are never retried. Every POST carries an
-// Idempotency-Key, random per call and the same on each of its retries, so
-// a retried POST runs once on the server; pass your own with
+// to WithMaxRetryAfter. Other 4xx are never retried. Every POST but
+// SDKFill carries an Idempotency-Key, random per call and the same on each
+// of its retries, so a retried POST runs once on the server (a fill stores
+// nothing, and a retried one simply fills again); pass your own with
 // WithIdempotencyKey to make a call safe to repeat across processes. A 409
 // idempotency_key_in_use means the first attempt of that key is still
 // running on the server: retry later with the same key.
