@@ -175,14 +175,16 @@ func (c *recent[T]) startLocked(ctx context.Context, id string, load func(contex
 		defer cancel()
 		at := c.clock()
 		r.v, r.found, r.err = load(rctx)
+		// Kept and retired in one step: a caller never finds neither the
+		// record nor its read, and so never reads it a second time.
 		c.mu.Lock()
+		if r.err == nil && r.found {
+			c.putLocked(id, r.v, at, epoch)
+		}
 		if c.reads[id] == r {
 			delete(c.reads, id)
 		}
 		c.mu.Unlock()
-		if r.err == nil && r.found {
-			c.put(id, r.v, at, epoch)
-		}
 		close(r.done)
 	}()
 	return r
@@ -193,6 +195,10 @@ func (c *recent[T]) startLocked(ctx context.Context, id string, load func(contex
 func (c *recent[T]) put(id string, v T, at time.Time, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(id, v, at, epoch)
+}
+
+func (c *recent[T]) putLocked(id string, v T, at time.Time, epoch uint64) {
 	if c.epoch != epoch {
 		return
 	}
