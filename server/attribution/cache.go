@@ -53,8 +53,6 @@ func (s *Service) sdkKey(ctx context.Context, kid string) (SDKKey, bool, error) 
 	})
 }
 
-func (c *appCache) forgetKey(kid string) { c.keys.forget(kid) }
-
 // ForgetApp drops the app's cached record, so that this instance's SDK
 // endpoints see a status change at once (other instances within
 // DefaultCacheTTL): the lifecycle review calls it after a suspension.
@@ -63,7 +61,7 @@ func (s *Service) ForgetApp(id string) { s.cache.apps.forget(id) }
 // recent keeps records read from the store, by id, for a TTL, so that the
 // SDK endpoints' hot path (a fill: the publisher, its key, the winner) does
 // not take a store connection, which it would queue for behind the claims'
-// and sweeps' transactions (BENCHMARKS.md, "Fills while money moves").
+// and sweeps' transactions (BENCHMARKS.md, "The fills' cache misses").
 //
 //   - Ages are real time (time.Now, monotonic), not the service's clock:
 //     the test clock's jumps move business time, not how long ago a row

@@ -10,21 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xpromo/xpromo/server/clocktest"
 	"github.com/xpromo/xpromo/server/txunit"
 )
-
-// fakeNow is a settable clock for recent's ages.
-type fakeNow struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeNow) now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
-func (f *fakeNow) add(d time.Duration) {
-	f.mu.Lock()
-	f.t = f.t.Add(d)
-	f.mu.Unlock()
-}
 
 // store is a row the loads read, counting them; gate, when set, holds each
 // load until it is closed.
@@ -66,8 +54,8 @@ func waitReads[T any](t *testing.T, c *recent[T]) {
 }
 
 func TestRecentServesWithinTTLAndReadsAfter(t *testing.T) {
-	clk := &fakeNow{t: time.Unix(1e9, 0)}
-	c := &recent[string]{now: clk.now}
+	clk := clocktest.New(time.Unix(1e9, 0))
+	c := &recent[string]{now: clk.Now}
 	s := &store{v: "a", found: true}
 	ctx := context.Background()
 
@@ -76,12 +64,12 @@ func TestRecentServesWithinTTLAndReadsAfter(t *testing.T) {
 	assert.True(t, found)
 	assert.Equal(t, "a", v)
 	s.set("b", true)
-	clk.add(ttl/2 - time.Second)
+	clk.Advance(ttl/2 - time.Second)
 	v, _, _ = c.get(ctx, "id", ttl, s.load)
 	assert.Equal(t, "a", v, "cached within the TTL")
 	assert.EqualValues(t, 1, s.n.Load())
 
-	clk.add(ttl)
+	clk.Advance(ttl)
 	v, _, _ = c.get(ctx, "id", ttl, s.load)
 	assert.Equal(t, "b", v, "past the TTL the record is read again, never served")
 	assert.EqualValues(t, 2, s.n.Load())
@@ -91,8 +79,8 @@ func TestRecentServesWithinTTLAndReadsAfter(t *testing.T) {
 // callers get the cached copy meanwhile, and the fresh one once read, so it
 // never expires under them.
 func TestRecentRefreshesAhead(t *testing.T) {
-	clk := &fakeNow{t: time.Unix(1e9, 0)}
-	c := &recent[string]{now: clk.now}
+	clk := clocktest.New(time.Unix(1e9, 0))
+	c := &recent[string]{now: clk.Now}
 	s := &store{v: "a", found: true}
 	ctx := context.Background()
 	_, _, err := c.get(ctx, "id", ttl, s.load)
@@ -101,7 +89,7 @@ func TestRecentRefreshesAhead(t *testing.T) {
 	s.set("b", true)
 	gate := make(chan struct{})
 	s.gate = gate
-	clk.add(ttl / 2)
+	clk.Advance(ttl / 2)
 	for range 10 {
 		v, found, err := c.get(ctx, "id", ttl, s.load)
 		require.NoError(t, err)
@@ -115,7 +103,7 @@ func TestRecentRefreshesAhead(t *testing.T) {
 	// The first read's TTL is long past; the refreshed record is served at
 	// once (the refresh ahead it starts in turn is held: had this caller
 	// waited for a read, it would not return).
-	clk.add(ttl - time.Second)
+	clk.Advance(ttl - time.Second)
 	s.mu.Lock()
 	held := make(chan struct{})
 	s.gate = held
@@ -203,8 +191,8 @@ func TestRecentNotFoundIsNotShared(t *testing.T) {
 
 // forget beats a read in flight: the revoked key's old row is not cached.
 func TestRecentForgetBeatsReadsInFlight(t *testing.T) {
-	clk := &fakeNow{t: time.Unix(1e9, 0)}
-	c := &recent[string]{now: clk.now}
+	clk := clocktest.New(time.Unix(1e9, 0))
+	c := &recent[string]{now: clk.Now}
 	s := &store{v: "unrevoked", found: true}
 	ctx := context.Background()
 	_, _, err := c.get(ctx, "id", ttl, s.load)
@@ -212,7 +200,7 @@ func TestRecentForgetBeatsReadsInFlight(t *testing.T) {
 
 	gate := make(chan struct{})
 	s.gate = gate
-	clk.add(ttl / 2)
+	clk.Advance(ttl / 2)
 	v, _, _ := c.get(ctx, "id", ttl, s.load) // starts a refresh, which reads the old row
 	assert.Equal(t, "unrevoked", v)
 	require.Eventually(t, func() bool { return s.n.Load() == 2 }, 5*time.Second, time.Millisecond)

@@ -118,7 +118,7 @@ func (s *Service) RevokeSDKKey(ctx context.Context, appID, kid string) (SDKKey, 
 	if err == nil {
 		// Once committed: forgotten earlier, the old key could be read
 		// back into the cache before the revocation commits.
-		txunit.AfterCommit(ctx, func() { s.cache.forgetKey(kid) })
+		txunit.AfterCommit(ctx, func() { s.cache.keys.forget(kid) })
 	}
 	return out, err
 }
