@@ -97,7 +97,10 @@ func TestServePostgresBackgroundNone(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": dbURL}
 	base, logs, stopNone := startServe(t, []string{"--background", "none"}, env)
 	defer func() { stopNone() }()
-	require.NotNil(t, logs.find("background work off: this instance answers requests and stores its fill counts only"))
+	// Logged just after "listening", which is what startServe waits for.
+	require.Eventually(t, func() bool {
+		return logs.find("background work off: this instance answers requests and stores its fill counts only") != nil
+	}, 10*time.Second, 10*time.Millisecond)
 	body := `{"name":"Snip","platform":"mac","bundle_id":"com.example.snip","domain":"example.com",` +
 		`"download_url":"https://example.com/Snip.zip","contact_email":"dev@example.com"}`
 	res, err := http.Post(base+"/v1/apps", "application/json", strings.NewReader(body))
