@@ -36,3 +36,6 @@ func RedoMigrations(ctx context.Context, db *DB, from int64) error {
 	_, err = p.Up(ctx)
 	return err
 }
+
+// ReadPoolSize is the read pool's most connections (tests).
+func (db *DB) ReadPoolSize() int32 { return db.readPool.Config().MaxConns }

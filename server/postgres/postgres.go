@@ -50,8 +50,15 @@ const AppRole = "xpromo_app"
 
 // DB is an open PostgreSQL store. It implements ledger.Store.
 type DB struct {
-	reader  // ledger.Reader on the pool
-	pool    *pgxpool.Pool
+	reader // ledger.Reader on the read pool
+	// pool runs the writes (Update, InTx, group commit, the instance lock);
+	// readPool runs View, Snapshot and the ledger reads, so that a read
+	// never queues for a connection a write transaction holds (a fill's
+	// cache miss behind a batch of claims: BENCHMARKS.md, "The fills'
+	// cache misses"). Both connect to the primary: a read sees every
+	// committed write.
+	pool     *pgxpool.Pool
+	readPool *pgxpool.Pool
 	group   *groupcommit.Committer[storage.Tx]
 	metrics *metrics
 }
@@ -68,6 +75,9 @@ type Options struct {
 	// StatementTimeout is the session's statement_timeout; 0 sets none.
 	// The URL's statement_timeout (a runtime parameter) wins.
 	StatementTimeout time.Duration
+	// ReadConns is the size of the read pool (View, Snapshot, the ledger's
+	// reads); 0 means the size of the write pool.
+	ReadConns int
 }
 
 // DefaultConnectTimeout is Options.ConnectTimeout's default: without one a
@@ -83,8 +93,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 // OpenWith migrates the database at url and opens the application's pool.
 //
 // The URL's user must own the schema (or be able to create it): migrations
-// run as that user. The pool holds max(8, 4×GOMAXPROCS) connections unless
-// the URL sets pool_max_conns; the other pool_* parameters of pgxpool apply.
+// run as that user. The write pool holds max(8, 4×GOMAXPROCS) connections
+// unless the URL sets pool_max_conns, and the read pool as many unless
+// opts.ReadConns sets its size; the other pool_* parameters of pgxpool apply
+// to both.
 // A multi-host URL (postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write)
 // connects to the first host that is the primary.
 func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
@@ -130,15 +142,25 @@ func OpenWith(ctx context.Context, url string, opts Options) (*DB, error) {
 		return err
 	}
 	cfg.AfterRelease = keepConn
+	readCfg := cfg.Copy()
+	if opts.ReadConns > 0 {
+		readCfg.MaxConns = int32(opts.ReadConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: opening the pool: %w", err)
 	}
+	readPool, err := pgxpool.NewWithConfig(ctx, readCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: opening the read pool: %w", err)
+	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		readPool.Close()
 		return nil, fmt.Errorf("postgres: connecting as %s: %w", AppRole, err)
 	}
-	db := &DB{reader: reader{pool}, pool: pool, metrics: newMetrics()}
+	db := &DB{reader: reader{readPool}, pool: pool, readPool: readPool, metrics: newMetrics()}
 	// Units run alone by default, as the server's --group-commit=auto runs
 	// them on PostgreSQL: shared, a batch's units take turns on one
 	// connection, which measured slower than PostgreSQL's own flushing of
@@ -226,14 +248,15 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.pool.Ping(ctx)
 }
 
-// Close closes the pool.
+// Close closes both pools.
 func (db *DB) Close() error {
 	db.pool.Close()
+	db.readPool.Close()
 	return nil
 }
 
-// Pool returns the application's pool (every connection runs as xpromo_app),
-// for the server's other tables.
+// Pool returns the application's write pool (every connection runs as
+// xpromo_app), for the server's other tables.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // Exec runs one statement the way the application does: on the pool, as
@@ -306,7 +329,7 @@ func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx storag
 	start := time.Now()
 	conflicts, outages := 0, 0
 	for {
-		err := db.inTx(ctx, beginSQL, fn)
+		err := db.inTx(ctx, db.pool, beginSQL, fn)
 		if err == nil {
 			return nil
 		}
@@ -394,7 +417,7 @@ func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx storage.
 	start := time.Now()
 	for n := 1; ; n++ {
 		called := false
-		err := db.inTx(ctx, beginReadOnlySQL, func(ctx context.Context, tx storage.Tx) error {
+		err := db.inTx(ctx, db.readPool, beginReadOnlySQL, func(ctx context.Context, tx storage.Tx) error {
 			called = true
 			return fn(ctx, tx)
 		})
@@ -406,8 +429,8 @@ func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx storage.
 	}
 }
 
-func (db *DB) inTx(ctx context.Context, begin string, fn func(ctx context.Context, tx storage.Tx) error) error {
-	conn, err := db.pool.Acquire(ctx)
+func (db *DB) inTx(ctx context.Context, pool *pgxpool.Pool, begin string, fn func(ctx context.Context, tx storage.Tx) error) error {
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		err = wrap(err, "acquiring a connection")
 		if u := db.classify(ctx, nil, err, true); u != nil {

@@ -281,6 +281,57 @@ func TestPoolSize(t *testing.T) {
 	}
 	small := open(t, url+sep+"pool_max_conns=3")
 	assert.Equal(t, int32(3), small.Pool().Config().MaxConns)
+	assert.Equal(t, int32(3), small.ReadPoolSize(), "the read pool is as large as the write pool by default")
+
+	reads, err := postgres.OpenWith(context.Background(), url+sep+"pool_max_conns=3", postgres.Options{ReadConns: 2})
+	require.NoError(t, err)
+	defer reads.Close()
+	assert.Equal(t, int32(3), reads.Pool().Config().MaxConns)
+	assert.Equal(t, int32(2), reads.ReadPoolSize())
+}
+
+// Reads run on a pool of their own: with every write connection held by a
+// transaction that has not ended, a View, a Snapshot and the ledger's reads
+// still answer (a fill's cache miss does not wait behind a batch of claims).
+func TestReadsDoNotQueueBehindWrites(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewTestDatabase(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	db := open(t, url+sep+"pool_max_conns=1")
+	holding, release := make(chan struct{}), make(chan struct{})
+	written := make(chan error, 1)
+	go func() {
+		written <- db.Update(ctx, func(ctx context.Context, tx storage.Tx) error {
+			if err := postgres.ExecIn(ctx, tx, `SELECT 1`); err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // on failure too: closing the pool waits for the held connection
+	<-holding
+	// Generous: the reads fail rather than hang if they queue on the write
+	// pool (whose one connection is held until release).
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, db.View(rctx, func(ctx context.Context, tx storage.Tx) error {
+		return postgres.ExecIn(ctx, tx, `SELECT 1`)
+	}), "View waited for the write pool")
+	require.NoError(t, db.Snapshot(rctx, func(r ledger.Reader) error {
+		_, err := r.Accounts(ctx)
+		return err
+	}), "Snapshot waited for the write pool")
+	_, err := db.Accounts(rctx)
+	require.NoError(t, err, "the ledger's reads waited for the write pool")
+	free()
+	require.NoError(t, <-written)
 }
 
 // The server's sessions run without JIT compilation unless the URL asks for

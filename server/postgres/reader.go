@@ -26,14 +26,15 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// reader implements ledger.Reader on a querier; DB embeds one on its pool.
+// reader implements ledger.Reader on a querier; DB embeds one on its read
+// pool.
 type reader struct{ q querier }
 
 // Snapshot implements storage.Store: fn reads the ledger in one REPEATABLE
 // READ, READ ONLY transaction, so a whole-ledger check sees one point in time
 // even while the server keeps writing.
 func (db *DB) Snapshot(ctx context.Context, fn func(ledger.Reader) error) error {
-	conn, err := db.pool.Acquire(ctx)
+	conn, err := db.readPool.Acquire(ctx)
 	if err != nil {
 		return wrap(err, "acquiring a connection")
 	}

@@ -36,6 +36,7 @@ type config struct {
 	// Failover bounds (docs/operations.md, "High availability"): each
 	// connection attempt, each statement (PostgreSQL), each request.
 	ConnectTimeout, StatementTimeout, RequestTimeout time.Duration
+	ReadConns                                        int // PostgreSQL's read pool; 0: as the write pool
 
 	BaseURL        string // public URL; empty: http://<listen address>
 	RedisURL       string
@@ -117,6 +118,7 @@ var settings = []setting{
 	{flag: "addr", env: "XPROMO_ADDR", def: "127.0.0.1:8080", usage: "listen address (host:port)", serveOnly: true},
 	{flag: "database-url", env: "DATABASE_URL", def: "", usage: "PostgreSQL URL (postgres://…); empty uses embedded SQLite in the data dir"},
 	{flag: "db-connect-timeout", env: "XPROMO_DB_CONNECT_TIMEOUT", def: "5s", usage: "PostgreSQL: time limit of one connection attempt (per host of a multi-host URL) and of a pooled connection's liveness ping (a Go duration); the URL's connect_timeout wins"},
+	{flag: "db-read-conns", env: "XPROMO_DB_READ_CONNS", def: "0", usage: "PostgreSQL: connections of the read pool (reads never queue behind the write pool's transactions); 0: as many as the write pool (pool_max_conns)", serveOnly: true},
 	{flag: "db-statement-timeout", env: "XPROMO_DB_STATEMENT_TIMEOUT", def: "20s", usage: "PostgreSQL: statement_timeout of the server's sessions (a Go duration; 0: none); the URL's statement_timeout wins", serveOnly: true},
 	{flag: "request-timeout", env: "XPROMO_REQUEST_TIMEOUT", def: "30s", usage: "deadline of one API request (a Go duration): past it the request answers 503 unavailable with Retry-After, so a lost database primary costs seconds, not minutes", serveOnly: true},
 	{flag: "data-dir", env: "XPROMO_DATA_DIR", def: "./data", usage: "directory of the embedded SQLite database (xpromo.db)"},
@@ -302,6 +304,9 @@ func parseConfig(name string, args []string, env func(string) string, stdout, st
 	}
 	if !serve {
 		return cfg, nil
+	}
+	if cfg.ReadConns, err = strconv.Atoi(get("db-read-conns")); err != nil || cfg.ReadConns < 0 {
+		return cfg, usagef("%s: %q is not a whole number of connections (0: as the write pool)", source["db-read-conns"], get("db-read-conns"))
 	}
 	for name, dst := range map[string]*time.Duration{"db-statement-timeout": &cfg.StatementTimeout, "request-timeout": &cfg.RequestTimeout} {
 		d, err := time.ParseDuration(get(name))

@@ -39,7 +39,7 @@ var errNoDatabase = errors.New("no database")
 func openStore(ctx context.Context, cfg config, mustExist bool) (*openedStore, error) {
 	if cfg.DatabaseURL != "" {
 		loc := redactURL(cfg.DatabaseURL)
-		db, err := postgres.OpenWith(ctx, cfg.DatabaseURL, postgres.Options{ConnectTimeout: cfg.ConnectTimeout, StatementTimeout: cfg.StatementTimeout})
+		db, err := postgres.OpenWith(ctx, cfg.DatabaseURL, postgres.Options{ConnectTimeout: cfg.ConnectTimeout, StatementTimeout: cfg.StatementTimeout, ReadConns: cfg.ReadConns})
 		if err != nil {
 			return nil, fmt.Errorf("opening PostgreSQL at %s: %w", loc, err)
 		}
