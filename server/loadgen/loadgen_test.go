@@ -71,15 +71,16 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 			if lean {
 				sc = loadgen.ScenarioFill
 			}
-			d, batch, fillRate := time.Second, 40, 50.0
+			d, batch, fillRate, readRate := time.Second, 40, 50.0, 0.0
 			if sc == loadgen.ScenarioOpenMixed {
 				// A round of clicks and claims beside the fills (clicks take
-				// a few hundred ms each under -race on a loaded machine).
-				d, batch, fillRate = 6*time.Second, 4, 20
+				// a few hundred ms each under -race on a loaded machine),
+				// and a dashboard's reads.
+				d, batch, fillRate, readRate = 6*time.Second, 4, 20, 4
 			}
 			r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
 				Scenario: sc, Duration: d, Concurrency: 4, ClaimBatch: batch, LedgerPage: 5, ForwardedFor: true,
-				Lean: lean, BaseURL: ts.URL, FillRate: fillRate,
+				Lean: lean, BaseURL: ts.URL, FillRate: fillRate, ReadRate: readRate,
 			})
 			require.NoError(t, err)
 			assert.Positive(t, r.Requests)
@@ -103,6 +104,8 @@ func TestScenariosAgainstTheServer(t *testing.T) {
 				assert.Positive(t, ops[loadgen.OpFill], "open-mixed fills")
 				assert.Positive(t, ops[loadgen.OpInstall], "open-mixed claims beside the fills")
 				assert.Positive(t, ops[loadgen.OpClockHold], "the round's clock jumps held the fills")
+				assert.Positive(t, ops[loadgen.OpStatsRead], "open-mixed stats reads")
+				assert.Positive(t, ops[loadgen.OpLedger], "open-mixed ledger reads")
 			}
 			if sc == loadgen.ScenarioOpenFill || sc == loadgen.ScenarioOpenMixed {
 				assertServerSawFills(t, r)

@@ -10,8 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/xpromo/xpromo/sdk/xpromo"
 )
 
 // The open-loop scenarios (BENCHMARKS.md, "Fills while money moves"): fills
@@ -23,6 +27,7 @@ const (
 	ScenarioOpenFill  = "open-fill"  // fills at RunConfig.FillRate, alone
 	ScenarioOpenMixed = "open-mixed" // the same fills while claims and sweeps run as fast as they can
 	OpSweep           = "sweep"
+	OpStatsRead       = "stats" // the open-loop reads (RunConfig.ReadRate), with OpLedger
 	// OpClockHold is not a request: it is how long each jump of the test
 	// clock held the open-loop fills (a test-mode pause no production
 	// server has; its fills count it in their latency).
@@ -90,6 +95,9 @@ func (g *generator) open(ctx context.Context, d time.Duration) (time.Duration, e
 	if g.cfg.Scenario == ScenarioOpenMixed {
 		wg.Go(func() { claimErr = g.moneyRounds(ctx) })
 	}
+	if g.cfg.ReadRate > 0 {
+		wg.Go(func() { g.openReads(ctx, start) })
+	}
 	g.openFills(ctx, start)
 	cancel()
 	wg.Wait()
@@ -142,6 +150,66 @@ func (g *generator) openFills(ctx context.Context, start time.Time) {
 				return // cut by the end of the run
 			}
 			g.rec.Record(OpFill, time.Since(due), err)
+		})
+	}
+}
+
+// maxOpenReads bounds the open-loop reads in flight: past it a read waits
+// for a slot, and its latency (from when it was due) shows the wait.
+const maxOpenReads = 64
+
+// openReads sends a person's reads at cfg.ReadRate until ctx ends, the i-th
+// due at start + i/rate and timed from then: in turn an advertiser's stats
+// of the last 7 days and its ledger's first page, round the advertisers,
+// through the SDK's client to BaseURL's instance. They are what a dashboard
+// asks while money moves: on PostgreSQL each is a read-only transaction,
+// which must not wait for a connection the claims and sweeps hold.
+func (g *generator) openReads(ctx context.Context, start time.Time) {
+	advertisers := make([]*App, 0, len(g.f.Advertisers))
+	for _, a := range g.f.Advertisers {
+		advertisers = append(advertisers, a)
+	}
+	if len(advertisers) == 0 {
+		return
+	}
+	slices.SortFunc(advertisers, func(a, b *App) int { return strings.Compare(a.ID, b.ID) })
+	interval := time.Duration(float64(time.Second) / g.cfg.ReadRate)
+	slots := make(chan struct{}, maxOpenReads)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := 0; ; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case slots <- struct{}{}:
+		}
+		a := advertisers[(i/2)%len(advertisers)]
+		op := OpStatsRead
+		if i%2 == 1 {
+			op = OpLedger
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			var err error
+			if op == OpStatsRead {
+				_, err = a.Client.GetStats(ctx, a.ID, &xpromo.StatsParams{Period: xpromo.PeriodLast7Days})
+			} else {
+				_, err = a.Client.GetLedger(ctx, a.ID, &xpromo.LedgerParams{Limit: g.cfg.LedgerPage})
+			}
+			if err != nil && ctx.Err() != nil {
+				return // cut by the end of the run
+			}
+			g.rec.Record(op, time.Since(due), err)
 		})
 	}
 }

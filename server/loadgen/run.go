@@ -44,6 +44,7 @@ var Endpoints = map[string]string{
 	OpFill:      "POST /v1/sdk/fill",
 	OpInstall:   "POST /v1/sdk/install",
 	OpLedger:    "GET /v1/apps/{id}/ledger",
+	OpStatsRead: "GET /v1/apps/{id}/stats",
 	OpSweep:     "POST /v1/admin/attribution/sweep",
 	OpClockHold: "(fills held for a clock jump)",
 }
@@ -78,6 +79,10 @@ type RunConfig struct {
 	ForwardedFor bool
 	// FillRate is the open-loop scenarios' fills a second (open.go).
 	FillRate float64
+	// ReadRate is the open-loop scenarios' reads a second beside the
+	// fills: an advertiser's stats and ledger page in turn (open.go); 0:
+	// none.
+	ReadRate float64
 	// FillURL, when set, is the root URL of another instance on the same
 	// store that the open-loop fills go to (one started with
 	// --background=none, docs/operations.md); everything else goes to
@@ -95,6 +100,7 @@ type Report struct {
 	Concurrency int     `json:"concurrency"`
 	Rate        float64 `json:"rate_limit,omitempty"`
 	FillRate    float64 `json:"fill_rate,omitempty"` // the open-loop scenarios' fixed rate
+	ReadRate    float64 `json:"read_rate,omitempty"` // … and their reads'
 
 	MeasuredSec float64   `json:"measured_seconds"`
 	Ops         []OpStats `json:"operations"`
@@ -138,7 +144,7 @@ func Run(ctx context.Context, op *xpromo.Client, f *Fixture, cfg RunConfig) (*Re
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FillRate: cfg.FillRate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured), Server: g.server}
+	r := &Report{Scenario: cfg.Scenario, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FillRate: cfg.FillRate, ReadRate: cfg.ReadRate, MeasuredSec: measured.Seconds(), Ops: g.rec.Stats(measured), Server: g.server}
 	for _, o := range r.Ops {
 		if o.Op == OpClockHold {
 			continue // not a request

@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	fillPubs := fs.Int("fill-publishers", 0, "publisher apps for the fill scenario; 0: enough for 20,000 fills/s over -duration (each app may fill 6,000 times a minute)")
 	fillURL := fs.String("fill-url", "", "open-fill and open-mixed: send the open-loop fills to this instance of the same store (e.g. one started with --background=none) instead of -url; setup, clicks, claims and clock moves still go to -url (the fills' instance is caught up with the test clock once, at the start, and its fills are never held for the rounds' jumps)")
 	fillRate := fs.Float64("fill-rate", 1000, "fills a second of the open-loop scenarios (open-fill: alone; open-mixed: while claims and sweeps run as fast as they can), each timed from when it was due")
+	readRate := fs.Float64("read-rate", 0, "reads a second of the open-loop scenarios beside the fills (an advertiser's stats and ledger page in turn, as a dashboard asks them), each timed from when it was due; 0: none")
 	ceilings := fs.String("ceilings", "", "a JSON file of xpromo-ceilings -o: print each throughput's ratio to its ceiling after the table")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "xpromo-loadgen: %s for %s at concurrency %d...\n", name, *duration, *concurrency)
 		r, err := loadgen.Run(ctx, op, f, loadgen.RunConfig{
 			Scenario: name, Duration: *duration, Concurrency: *concurrency, Rate: *rate,
-			ClaimBatch: *batch, LedgerPage: *page, ForwardedFor: *forwarded, FillRate: *fillRate,
+			ClaimBatch: *batch, LedgerPage: *page, ForwardedFor: *forwarded, FillRate: *fillRate, ReadRate: *readRate,
 			Lean: *lean && *rate == 0, BaseURL: *baseURL, FillURL: *fillURL, FillOp: fillOp,
 		})
 		if err != nil {

@@ -8,7 +8,9 @@
 # Two runs of `xpromo-loadgen -scenario open-fill,open-mixed` (fills at
 # LOADGEN_FILL_RATE a second, each timed from when it was due; in
 # open-mixed, rounds of claims and sweeps beside them as fast as the server
-# lets them), each on a fresh database:
+# lets them; with LOADGEN_READ_RATE, a dashboard's reads at that rate
+# beside them, to the instance that answers the claims), each on a fresh
+# database:
 #
 #   shared  one server (--background all) answers everything; nothing is
 #           pinned: fills and claims share the cores, as on one instance;
@@ -28,6 +30,7 @@ GO=${GO:-go}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$root"
 rate=${LOADGEN_FILL_RATE:-500}
+read_rate=${LOADGEN_READ_RATE:-0}
 secs=${LOADGEN_SECONDS:-15}
 work_cpus=${LOADGEN_WORK_CPUS:-1}
 fill_cpus=${LOADGEN_FILL_CPUS:-0}
@@ -111,7 +114,7 @@ loadgen() {
 	shift
 	# shellcheck disable=SC2086 # PIN is a command prefix, split on purpose
 	XPROMO_ADMIN_TOKEN=$token $pin "$work/bin/xpromo-loadgen" -scenario open-fill,open-mixed -duration "${secs}s" \
-		-fill-rate "$rate" -concurrency 8 "$@"
+		-fill-rate "$rate" -read-rate "$read_rate" -concurrency 8 "$@"
 }
 
 echo "== shared: one instance, nothing pinned; load $(cut -d' ' -f1-3 /proc/loadavg)"
