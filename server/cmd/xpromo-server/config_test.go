@@ -303,7 +303,11 @@ func TestConfigFailoverTimeouts(t *testing.T) {
 	assert.Equal(t, 2*time.Second, cfg.ConnectTimeout)
 	assert.Zero(t, cfg.StatementTimeout)
 	assert.Equal(t, 5*time.Second, cfg.RequestTimeout)
-	for _, args := range [][]string{{"--request-timeout", "0"}, {"--db-connect-timeout", "soon"}, {"--db-statement-timeout", "-1s"}} {
+	assert.Zero(t, cfg.ReadConns, "the read pool as large as the write pool")
+	cfg, err = parseConfig("serve", nil, envMap(map[string]string{"XPROMO_DB_READ_CONNS": "4"}), &bytes.Buffer{}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, 4, cfg.ReadConns)
+	for _, args := range [][]string{{"--request-timeout", "0"}, {"--db-connect-timeout", "soon"}, {"--db-statement-timeout", "-1s"}, {"--db-read-conns", "-1"}, {"--db-read-conns", "many"}} {
 		_, err := parseConfig("serve", args, envMap(nil), &bytes.Buffer{}, &bytes.Buffer{})
 		var ue *usageError
 		assert.ErrorAs(t, err, &ue, "%v", args)
