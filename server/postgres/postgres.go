@@ -59,8 +59,8 @@ type DB struct {
 	// committed write.
 	pool     *pgxpool.Pool
 	readPool *pgxpool.Pool
-	group   *groupcommit.Committer[storage.Tx]
-	metrics *metrics
+	group    *groupcommit.Committer[storage.Tx]
+	metrics  *metrics
 }
 
 var _ storage.Store = (*DB)(nil)
