@@ -119,10 +119,27 @@ func (g *generator) open(ctx context.Context, d time.Duration) (time.Duration, e
 // openFills sends fills at the fixed rate until ctx ends: the i-th is due
 // at start + i/rate, and its latency runs from then to its answer.
 func (g *generator) openFills(ctx context.Context, start time.Time) {
-	interval := time.Duration(float64(time.Second) / max(g.cfg.FillRate, 1))
-	slots := make(chan struct{}, MaxOpenInFlight)
 	pool := &leanPool{host: g.host, idle: make(chan *leanConn, MaxOpenInFlight)}
 	defer pool.close()
+	paced(ctx, start, max(g.cfg.FillRate, 1), MaxOpenInFlight, func(_ int, due time.Time) {
+		g.clockGate.RLock() // held off only while the test clock jumps
+		err := g.leanFillOnce(ctx, pool)
+		g.clockGate.RUnlock()
+		if err != nil && ctx.Err() != nil {
+			return // cut by the end of the run
+		}
+		g.rec.Record(OpFill, time.Since(due), err)
+	})
+}
+
+// paced calls send at rate a second from start until ctx ends, each in a
+// goroutine of its own: the i-th is due at start + i/rate whatever the
+// answers to the ones before (open loop). At most inFlight run at once;
+// past that the next waits for a slot, and the wait counts in its latency,
+// which send measures from due. paced returns once every send has.
+func paced(ctx context.Context, start time.Time, rate float64, inFlight int, send func(i int, due time.Time)) {
+	interval := time.Duration(float64(time.Second) / rate)
+	slots := make(chan struct{}, inFlight)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for i := 0; ; i++ {
@@ -143,13 +160,7 @@ func (g *generator) openFills(ctx context.Context, start time.Time) {
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			g.clockGate.RLock() // held off only while the test clock jumps
-			err := g.leanFillOnce(ctx, pool)
-			g.clockGate.RUnlock()
-			if err != nil && ctx.Err() != nil {
-				return // cut by the end of the run
-			}
-			g.rec.Record(OpFill, time.Since(due), err)
+			send(i, due)
 		})
 	}
 }
@@ -173,45 +184,20 @@ func (g *generator) openReads(ctx context.Context, start time.Time) {
 		return
 	}
 	slices.SortFunc(advertisers, func(a, b *App) int { return strings.Compare(a.ID, b.ID) })
-	interval := time.Duration(float64(time.Second) / g.cfg.ReadRate)
-	slots := make(chan struct{}, maxOpenReads)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for i := 0; ; i++ {
-		due := start.Add(time.Duration(i) * interval)
-		if wait := time.Until(due); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case slots <- struct{}{}:
-		}
+	paced(ctx, start, g.cfg.ReadRate, maxOpenReads, func(i int, due time.Time) {
 		a := advertisers[(i/2)%len(advertisers)]
-		op := OpStatsRead
-		if i%2 == 1 {
+		op, err := OpStatsRead, error(nil)
+		if i%2 == 0 {
+			_, err = a.Client.GetStats(ctx, a.ID, &xpromo.StatsParams{Period: xpromo.PeriodLast7Days})
+		} else {
 			op = OpLedger
+			_, err = a.Client.GetLedger(ctx, a.ID, &xpromo.LedgerParams{Limit: g.cfg.LedgerPage})
 		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			var err error
-			if op == OpStatsRead {
-				_, err = a.Client.GetStats(ctx, a.ID, &xpromo.StatsParams{Period: xpromo.PeriodLast7Days})
-			} else {
-				_, err = a.Client.GetLedger(ctx, a.ID, &xpromo.LedgerParams{Limit: g.cfg.LedgerPage})
-			}
-			if err != nil && ctx.Err() != nil {
-				return // cut by the end of the run
-			}
-			g.rec.Record(op, time.Since(due), err)
-		})
-	}
+		if err != nil && ctx.Err() != nil {
+			return // cut by the end of the run
+		}
+		g.rec.Record(op, time.Since(due), err)
+	})
 }
 
 // leanFillOnce sends the next presigned fill raw, on a kept-alive
