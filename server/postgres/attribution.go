@@ -543,47 +543,55 @@ func (t *tx) RecordFillFlush(ctx context.Context, id string, at time.Time) (bool
 // than any flush is retried.
 const fillFlushesKept = 48 * time.Hour
 
+// AppChainStats and NetworkChainStats (and their rollup readers in
+// rollups.go) each answer in one statement, one round trip: the totals as
+// the row whose key is NULL, the counts by key as the rows after it. A
+// stats read waits for every round trip it makes (on a database the claims
+// keep busy, each waits for its CPU too: BENCHMARKS.md, "Stats in fewer
+// round trips").
+
 func (t *tx) AppChainStats(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT
+	err := t.query(ctx, `SELECT NULL::text,
   (SELECT coalesce(sum(count), 0)::bigint FROM fill_counts WHERE advertiser_app_id = $1 AND day >= ($2 AT TIME ZONE 'UTC')::date AND day <= ($3 AT TIME ZONE 'UTC')::date),
-  (SELECT count(*) FROM chains WHERE advertiser_app_id = $1 AND created_at BETWEEN $2 AND $3 AND nonce IS NOT NULL)`,
-		[]any{appID, from, to}, &s.Impressions, &s.Clicks)
-	if err != nil {
-		return s, wrap(err, "aggregating an app's chains")
-	}
-	err = t.query(ctx, `SELECT reason, count(*) FROM chains
+  (SELECT count(*) FROM chains WHERE advertiser_app_id = $1 AND created_at BETWEEN $2 AND $3 AND nonce IS NOT NULL)
+UNION ALL
+SELECT reason, count(*), 0 FROM chains
 WHERE advertiser_app_id = $1 AND state = 'rejected' AND reason LIKE 'fraud\_%' AND resolved_at BETWEEN $2 AND $3
-GROUP BY reason`, []any{appID, from, to}, func(rows pgx.Rows) error {
-		var reason string
-		var n int64
-		if err := rows.Scan(&reason, &n); err != nil {
-			return err
-		}
+GROUP BY reason`, []any{appID, from, to}, scanKeyed(&s.Impressions, &s.Clicks, func(reason string, n, _ int64) {
 		s.FraudRejected[reason] = n
-		return nil
-	})
-	return s, wrap(err, "counting an app's rejected chains")
+	}))
+	return s, wrap(err, "aggregating an app's chains")
 }
 
 func (t *tx) NetworkChainStats(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'rejected' AND reason LIKE 'fraud\_%')
-FROM chains WHERE created_at BETWEEN $1 AND $2`, []any{from, to}, &s.Chains, &s.FraudRejected)
-	if err != nil {
-		return s, wrap(err, "aggregating the network's chains")
-	}
-	err = t.query(ctx, `SELECT category, sum(price_cents)::bigint, count(*) FROM chains
-WHERE state = 'cleared' AND resolved_at BETWEEN $1 AND $2 GROUP BY category`, []any{from, to}, func(rows pgx.Rows) error {
-		var cat string
-		var sum, n int64
-		if err := rows.Scan(&cat, &sum, &n); err != nil {
+	err := t.query(ctx, `SELECT NULL::text, count(*), count(*) FILTER (WHERE state = 'rejected' AND reason LIKE 'fraud\_%')
+FROM chains WHERE created_at BETWEEN $1 AND $2
+UNION ALL
+SELECT category, sum(price_cents)::bigint, count(*) FROM chains
+WHERE state = 'cleared' AND resolved_at BETWEEN $1 AND $2 GROUP BY category`, []any{from, to}, scanKeyed(&s.Chains, &s.FraudRejected, func(cat string, sum, n int64) {
+		s.CPISum[cat], s.CPICount[cat] = sum, n
+	}))
+	return s, wrap(err, "aggregating the network's chains")
+}
+
+// scanKeyed scans the rows (key, a, b) of a statement above: the row with
+// a NULL key into a and b, each other row into keyed.
+func scanKeyed(a, b *int64, keyed func(key string, a, b int64)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		var key *string
+		var x, y int64
+		if err := rows.Scan(&key, &x, &y); err != nil {
 			return err
 		}
-		s.CPISum[cat], s.CPICount[cat] = sum, n
+		if key == nil {
+			*a, *b = x, y
+		} else {
+			keyed(*key, x, y)
+		}
 		return nil
-	})
-	return s, wrap(err, "averaging cleared prices")
+	}
 }
 
 // PurgeFillCounts deletes up to limit rows of days before beforeDay, by the

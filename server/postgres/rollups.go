@@ -18,46 +18,28 @@ import (
 
 func (t *tx) ChainStatsDays(ctx context.Context, appID string, from, to time.Time) (attribution.ChainStats, error) {
 	s := attribution.ChainStats{FraudRejected: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT coalesce(sum(fills), 0)::bigint, coalesce(sum(clicks), 0)::bigint FROM stats_daily_apps
-WHERE app_id = $1 AND side = 'advertiser' AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date`,
-		[]any{appID, from, to}, &s.Impressions, &s.Clicks)
-	if err != nil {
-		return s, wrap(err, "reading an app's daily stats")
-	}
-	err = t.query(ctx, `SELECT reason, sum(chains)::bigint FROM stats_daily_rejections
+	err := t.query(ctx, `SELECT NULL::text, coalesce(sum(fills), 0)::bigint, coalesce(sum(clicks), 0)::bigint FROM stats_daily_apps
+WHERE app_id = $1 AND side = 'advertiser' AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date
+UNION ALL
+SELECT reason, sum(chains)::bigint, 0 FROM stats_daily_rejections
 WHERE app_id = $1 AND day BETWEEN ($2 AT TIME ZONE 'UTC')::date AND ($3 AT TIME ZONE 'UTC')::date AND reason LIKE 'fraud\_%'
-GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, from, to}, func(rows pgx.Rows) error {
-		var reason string
-		var n int64
-		if err := rows.Scan(&reason, &n); err != nil {
-			return err
-		}
+GROUP BY reason HAVING sum(chains) <> 0`, []any{appID, from, to}, scanKeyed(&s.Impressions, &s.Clicks, func(reason string, n, _ int64) {
 		s.FraudRejected[reason] = n
-		return nil
-	})
-	return s, wrap(err, "reading an app's daily rejections")
+	}))
+	return s, wrap(err, "reading an app's daily stats")
 }
 
 func (t *tx) NetworkChainStatsDays(ctx context.Context, from, to time.Time) (attribution.NetworkStats, error) {
 	s := attribution.NetworkStats{CPISum: map[string]int64{}, CPICount: map[string]int64{}}
-	err := t.queryRow(ctx, `SELECT coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily_network_chains
-WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date`,
-		[]any{from, to}, &s.Chains, &s.FraudRejected)
-	if err != nil {
-		return s, wrap(err, "reading the network's daily stats")
-	}
-	err = t.query(ctx, `SELECT category, sum(cleared_cents)::bigint, sum(cleared)::bigint FROM stats_daily_categories
+	err := t.query(ctx, `SELECT NULL::text, coalesce(sum(chains), 0)::bigint, coalesce(sum(chains_fraud), 0)::bigint FROM stats_daily_network_chains
 WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date
-GROUP BY category HAVING sum(cleared) <> 0`, []any{from, to}, func(rows pgx.Rows) error {
-		var cat string
-		var sum, n int64
-		if err := rows.Scan(&cat, &sum, &n); err != nil {
-			return err
-		}
+UNION ALL
+SELECT category, sum(cleared_cents)::bigint, sum(cleared)::bigint FROM stats_daily_categories
+WHERE day BETWEEN ($1 AT TIME ZONE 'UTC')::date AND ($2 AT TIME ZONE 'UTC')::date
+GROUP BY category HAVING sum(cleared) <> 0`, []any{from, to}, scanKeyed(&s.Chains, &s.FraudRejected, func(cat string, sum, n int64) {
 		s.CPISum[cat], s.CPICount[cat] = sum, n
-		return nil
-	})
-	return s, wrap(err, "reading the network's daily prices")
+	}))
+	return s, wrap(err, "reading the network's daily stats")
 }
 
 // holdStatsDays sums a table of stats_daily_holds' figures (the app's, or
