@@ -61,11 +61,12 @@ func (s *Service) Stats(ctx context.Context, appID string, period xpromo.Period)
 	}
 	now := s.Now().UTC()
 	from := now.AddDate(0, 0, -days)
-	// The chains' figures are read beside the holds', in a transaction of
-	// their own (as before, when they were read after it): the answer
-	// waits for the slower of the two, not for their sum. Each read is a
-	// few round trips, and on a busy database each round trip waits for
-	// its CPU (BENCHMARKS.md, "Stats in fewer round trips").
+	// The chains' figures are read at the same time as the holds', each in
+	// a transaction of its own (two transactions, as when they were read
+	// one after the other), so the answer waits for the slower of the two,
+	// not for their sum: each is a few round trips, and on a busy database
+	// each round trip waits for its CPU (BENCHMARKS.md, "Stats in fewer
+	// round trips").
 	type chainFigures struct {
 		stats xpromo.Stats
 		err   error
